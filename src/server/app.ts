@@ -1,0 +1,66 @@
+// The Fastify app factory: tests build the real app with it (in-process, `app.inject` or a real
+// socket on port 0); main.ts builds it from the environment and listens.
+import path from 'node:path';
+import formbody from '@fastify/formbody';
+import multipart from '@fastify/multipart';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { AuditLog } from './auth/audit.ts';
+import { type Clock, systemClock } from './clock.ts';
+import type { Config } from './config.ts';
+import { migrate, openStorage, type Storage } from './db/client.ts';
+import type { Feature } from './feature.ts';
+import { features as defaultFeatures } from './features.ts';
+import { registerCalls } from './http/register.ts';
+import { installEnvelope } from './plugins/envelope.ts';
+import { installStatic } from './plugins/static.ts';
+
+export interface BuildOptions {
+  config: Config;
+  /** Use this storage instead of opening one from the config (tests share or pre-seed one). */
+  storage?: Storage;
+  clock?: Clock;
+  features?: Feature[];
+  /** Pretty logs on a terminal; JSON otherwise. */
+  logger?: boolean | object;
+}
+
+export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
+  const { config } = opts;
+  const app = Fastify({
+    logger: opts.logger ?? { level: config.LOG_LEVEL },
+    bodyLimit: config.BIANBU_BODY_LIMIT,
+    trustProxy: true,
+    forceCloseConnections: true,
+  });
+  const storage =
+    opts.storage ??
+    (await openStorage({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.dataDir, 'pglite') }));
+  const applied = await migrate(storage);
+  if (applied.length) app.log.info({ applied }, 'migrations applied');
+
+  app.decorate('config', config);
+  app.decorate('storage', storage);
+  app.decorate('clock', opts.clock ?? systemClock);
+  app.decorate('audit', new AuditLog(storage.db, app.log));
+
+  installEnvelope(app);
+  await app.register(formbody, { bodyLimit: config.BIANBU_BODY_LIMIT });
+  await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER, files: 32, fields: 32 } });
+
+  const features = opts.features ?? defaultFeatures;
+  for (const f of features) await f.setup?.(app);
+  registerCalls(
+    app,
+    features.flatMap((f) => f.calls?.(app) ?? []),
+  );
+  await installStatic(app, config.BIANBU_WEB_DIR);
+
+  app.addHook('onReady', async () => {
+    for (const f of features) await f.start?.(app);
+  });
+  app.addHook('onClose', async () => {
+    for (const f of [...features].reverse()) await f.stop?.(app);
+    if (!opts.storage) await storage.close();
+  });
+  return app;
+}

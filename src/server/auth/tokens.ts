@@ -1,0 +1,78 @@
+// Opaque credentials: a random token is shown to its owner once; only its SHA-256 hash is stored.
+// Access tokens expire; API keys do not, but both can be revoked. The reason of a revocation decides
+// the code a later use answers: displaced by a newer sign-in → 50012, anything else → 50008.
+import crypto from 'node:crypto';
+import { and, eq, isNull } from 'drizzle-orm';
+import { ResultCode } from '#shared/codes.ts';
+import type { Db } from '#server/db/client.ts';
+import { credentials } from '#server/db/schema/identity.ts';
+import { sessionEnded } from '#server/errors.ts';
+
+export type CredentialKind = 'access' | 'apikey';
+
+export const hashToken = (token: string) => crypto.createHash('sha256').update(token).digest('hex');
+
+export function newToken(kind: CredentialKind): string {
+  return `${kind === 'apikey' ? 'bbk_' : 'bbt_'}${crypto.randomBytes(32).toString('base64url')}`;
+}
+
+export interface IssueOptions {
+  ttlMs?: number;
+  now?: Date;
+}
+
+export async function issueCredential(
+  db: Db,
+  userId: string,
+  kind: CredentialKind,
+  opts: IssueOptions = {},
+): Promise<string> {
+  const token = newToken(kind);
+  const now = opts.now ?? new Date();
+  await db.insert(credentials).values({
+    id: crypto.randomUUID(),
+    tokenHash: hashToken(token),
+    userId,
+    kind,
+    createdAt: now,
+    expiresAt: opts.ttlMs ? new Date(now.getTime() + opts.ttlMs) : null,
+  });
+  return token;
+}
+
+/** Strips the quotes some clients keep around a stored token, and an optional `Bearer ` scheme. */
+export function tokenFromHeader(header: string | undefined): string | null {
+  if (!header) return null;
+  let v = header.trim().replace(/^"+|"+$/g, '').replace(/^'+|'+$/g, '');
+  if (/^bearer\s+/i.test(v)) v = v.replace(/^bearer\s+/i, '').replace(/^"+|"+$/g, '');
+  return v.length > 0 && v.length <= 512 ? v : null;
+}
+
+/** Resolves a token to its user id, or throws the session code the console acts on. */
+export async function verifyCredential(db: Db, token: string, now = new Date()): Promise<{ userId: string; kind: CredentialKind; id: string }> {
+  const [row] = await db.select().from(credentials).where(eq(credentials.tokenHash, hashToken(token))).limit(1);
+  if (!row) throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');
+  if (row.revokedAt) {
+    if (row.revokedReason === 'displaced')
+      throw sessionEnded(ResultCode.OtherClientLoggedIn, 'Logged in elsewhere', 'auth.token_displaced');
+    throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');
+  }
+  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
+    throw sessionEnded(ResultCode.TokenExpired, 'Token expired', 'auth.token_expired');
+  return { userId: row.userId, kind: row.kind as CredentialKind, id: row.id };
+}
+
+export async function revokeCredential(db: Db, token: string, reason: string): Promise<void> {
+  await db
+    .update(credentials)
+    .set({ revokedAt: new Date(), revokedReason: reason })
+    .where(and(eq(credentials.tokenHash, hashToken(token)), isNull(credentials.revokedAt)));
+}
+
+/** Revokes every live credential of a kind of a user (single-session sign-in, API key refresh). */
+export async function revokeAllOfKind(db: Db, userId: string, kind: CredentialKind, reason: string): Promise<void> {
+  await db
+    .update(credentials)
+    .set({ revokedAt: new Date(), revokedReason: reason })
+    .where(and(eq(credentials.userId, userId), eq(credentials.kind, kind), isNull(credentials.revokedAt)));
+}

@@ -1,0 +1,111 @@
+// The board driver interface. Everything above it (leases, shells, files, flashing, metrics) is
+// driver-agnostic. A driver instance owns one board's connection; its lifecycle: `start()` brings
+// the board up (boots a sandbox, opens an SSH pool), calls may then run, `stop()` ends every shell
+// and stream it opened. Every call has a timeout; a capability the driver lacks throws
+// DriverError('capability.unsupported'), never crashes.
+import type { Readable, Writable } from 'node:stream';
+
+export const Capability = {
+  shell: 'shell',
+  serial: 'serial',
+  files: 'files',
+  metrics: 'metrics',
+  powerReset: 'powerReset',
+  flash: 'flash',
+  plugin: 'plugin',
+  vnc: 'vnc',
+  codeServer: 'codeServer',
+} as const;
+export type Capability = (typeof Capability)[keyof typeof Capability];
+
+export class DriverError extends Error {
+  constructor(
+    /** Stable key, e.g. `capability.unsupported`, `path.outside_root`, `driver.timeout`, `board.offline`. */
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface PtySize {
+  cols: number;
+  rows: number;
+}
+
+/** A PTY on the board: a login shell or the board's serial console. */
+export interface PtyHandle {
+  write(data: string | Buffer): void;
+  resize(size: PtySize): void;
+  /** Output bytes as they come. Pausing/resuming applies backpressure to the program (flow control). */
+  onData(listener: (chunk: Buffer) => void): () => void;
+  onExit(listener: (info: { exitCode: number | null; reason?: string }) => void): () => void;
+  pause(): void;
+  resume(): void;
+  close(): void;
+}
+
+export interface FileEntry {
+  name: string;
+  /** Path inside the board, absolute from the board's root ("/home/user/a.txt"). */
+  path: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+  size: number;
+  mtimeMs: number;
+  /** Unix mode bits (permissions and type). */
+  mode: number;
+}
+
+export interface MetricsSample {
+  at: number;
+  cpuPercent: number;
+  memUsed: number;
+  memTotal: number;
+  diskUsed: number;
+  diskTotal: number;
+  netRx: number;
+  netTx: number;
+}
+
+export interface FlashProgress {
+  phase: 'preparing' | 'writing' | 'verifying' | 'booting' | 'done';
+  percent: number;
+}
+
+export interface BoardDriver {
+  readonly boardId: string;
+  readonly kind: 'local' | 'ssh';
+  capabilities(): ReadonlySet<Capability>;
+
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** A cheap liveness check used by health probes; rejects on failure or timeout. */
+  probe(timeoutMs?: number): Promise<void>;
+
+  openShell(size: PtySize, env?: Record<string, string>): Promise<PtyHandle>;
+  /** The board's serial console: boot messages across resets and flashes, and a login prompt. */
+  openSerial(size: PtySize): Promise<PtyHandle>;
+
+  files: {
+    list(dir: string): Promise<FileEntry[]>;
+    stat(path: string): Promise<FileEntry>;
+    read(path: string, maxBytes?: number): Promise<Buffer>;
+    /** Atomic: written to a temporary file beside the target, then renamed over it. */
+    write(path: string, data: Buffer | string): Promise<void>;
+    remove(path: string, opts?: { recursive?: boolean }): Promise<void>;
+    mkdir(path: string): Promise<void>;
+    rename(from: string, to: string): Promise<void>;
+    createReadStream(path: string): Promise<Readable>;
+    /** Writes to a temporary file; `commit()` renames it into place, `abort()` removes it. */
+    createWriteStream(path: string): Promise<{ stream: Writable; commit(): Promise<void>; abort(): Promise<void> }>;
+    /** Free bytes on the filesystem holding `path`. */
+    freeSpace(path: string): Promise<number>;
+  };
+
+  sampleMetrics(): Promise<MetricsSample>;
+  powerReset(): Promise<void>;
+  flash(image: string, onProgress: (p: FlashProgress) => void): Promise<void>;
+  callPlugin(topic: string, data: string, nodeId: string): Promise<string>;
+  /** A TCP stream to a port of the board (VNC 5900, code-server 8080). */
+  connectPort?(port: number): Promise<import('node:stream').Duplex>;
+}

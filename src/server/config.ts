@@ -1,0 +1,61 @@
+// Configuration from the environment, validated once at start. A bad value stops the start with one
+// line naming the variable and what is wrong with it.
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off', ''])
+  .transform((v) => v === '1' || v === 'true' || v === 'yes' || v === 'on');
+
+const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  BIANBU_DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Public origin of the console (for OIDC redirects and the WebSocket Origin check). */
+  BIANBU_PUBLIC_URL: z.string().url('must be an absolute URL such as http://localhost:8080').optional(),
+  /** Extra origins allowed to open the realtime socket, comma separated. */
+  BIANBU_ALLOWED_ORIGINS: z.string().default(''),
+  BIANBU_ROUTE_SET: z.enum(['full', 'reduced']).default('full'),
+  BIANBU_DOCS_URL: z.string().default('https://bianbu.spacemit.com'),
+  BIANBU_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  BIANBU_BODY_LIMIT: z.coerce.number().int().min(1024).default(1_048_576),
+  BIANBU_LAB_FILE: z.string().optional(),
+  BIANBU_ALLOW_UNSANDBOXED: bool.default(false),
+  BIANBU_SINGLE_SESSION: bool.default(false),
+  BIANBU_TOKEN_TTL_HOURS: z.coerce.number().positive().default(24 * 7),
+  XPACK_ENABLED: bool.default(false),
+  OIDC_ISSUER: z.string().url().optional(),
+  OIDC_CLIENT_ID: z.string().optional(),
+  OIDC_CLIENT_SECRET: z.string().optional(),
+  OIDC_REDIRECT_URI: z.string().url().optional(),
+  /** Serve the built console from this folder (default dist/web). */
+  BIANBU_WEB_DIR: z.string().default('dist/web'),
+});
+
+export type Config = z.infer<typeof configSchema> & { dataDir: string };
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const input = Object.fromEntries(
+    Object.keys(configSchema.shape).flatMap((k) => (env[k] === undefined ? [] : [[k, env[k]]])),
+  );
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(`Invalid ${name}=${JSON.stringify(env[name] ?? '')}: ${issue.message}`);
+  }
+  return { ...parsed.data, dataDir: path.resolve(parsed.data.BIANBU_DATA_DIR) };
+}
+
+/** A config for tests: defaults plus overrides, no environment read. */
+export function testConfig(overrides: Partial<Record<keyof z.infer<typeof configSchema>, string>> = {}): Config {
+  return loadConfig({ LOG_LEVEL: 'silent', PORT: '0', ...overrides });
+}

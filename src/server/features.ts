@@ -1,0 +1,5 @@
+// The features of the service, in start order. Each feature adds exactly one line here.
+import type { Feature } from './feature.ts';
+import { systemFeature } from './system/system.routes.ts';
+
+export const features: Feature[] = [systemFeature];

@@ -1,0 +1,10 @@
+// The whole HTTP contract: every call of every feature, in one list. The server registers exactly
+// these routes (tests/unit/contract.test.ts proves every entry has a route and vice versa).
+import type { CallDef } from './http.ts';
+import { systemCalls } from './system.ts';
+
+export const contract: readonly CallDef[] = [...systemCalls];
+
+export function findCall(name: string): CallDef | undefined {
+  return contract.find((c) => c.name === name);
+}
