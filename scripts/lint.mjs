@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// Lint: Biome over the sources, then an import-cycle check, and the rule that src/shared imports
+// neither server nor web code and the web bundle never pulls server code.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const biome = spawnSync('npx', ['biome', 'lint', '--diagnostic-level=error', 'src', 'tests', 'scripts'], {
+  stdio: 'inherit',
+});
+let failed = biome.status !== 0;
+
+const root = process.cwd();
+const aliases = { '#shared/': 'src/shared/', '#server/': 'src/server/', '#web/': 'src/web/', '#cli/': 'src/cli/' };
+const files = [];
+const walk = (d) => {
+  for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const p = path.join(d, e.name);
+    if (e.isDirectory()) walk(p);
+    else if (/\.(ts|tsx)$/.test(e.name) && !e.name.endsWith('.d.ts')) files.push(path.relative(root, p));
+  }
+};
+walk('src');
+const importRe = /^\s*(?:import|export)\s+(?!type\b)(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
+const graph = new Map();
+for (const f of files) {
+  const text = fs.readFileSync(f, 'utf8');
+  const deps = [];
+  for (const m of text.matchAll(importRe)) {
+    let spec = m[1];
+    const alias = Object.keys(aliases).find((a) => spec.startsWith(a));
+    if (alias) spec = aliases[alias] + spec.slice(alias.length);
+    else if (spec.startsWith('.')) spec = path.join(path.dirname(f), spec);
+    else continue;
+    deps.push(path.normalize(spec));
+  }
+  graph.set(f, deps);
+}
+const layerOf = (f) => f.split(path.sep)[1];
+for (const [f, deps] of graph) {
+  for (const d of deps) {
+    const from = layerOf(f);
+    const to = layerOf(d);
+    if (from === 'shared' && to !== 'shared') {
+      console.error(`layer: ${f} (shared) imports ${d}`);
+      failed = true;
+    }
+    if ((from === 'web' && to === 'server') || (from === 'server' && to === 'web')) {
+      console.error(`layer: ${f} imports ${d}`);
+      failed = true;
+    }
+  }
+}
+const state = new Map();
+const stack = [];
+const cycles = [];
+const visit = (f) => {
+  state.set(f, 1);
+  stack.push(f);
+  for (const d of graph.get(f) ?? []) {
+    if (!graph.has(d)) continue;
+    if (state.get(d) === 1) cycles.push([...stack.slice(stack.indexOf(d)), d]);
+    else if (!state.get(d)) visit(d);
+  }
+  stack.pop();
+  state.set(f, 2);
+};
+for (const f of graph.keys()) if (!state.get(f)) visit(f);
+for (const c of cycles) console.error(`import cycle: ${c.join(' -> ')}`);
+if (cycles.length) failed = true;
+if (!failed) console.log(`lint: ok (${files.length} files, no import cycles)`);
+process.exit(failed ? 1 : 0);
