@@ -2,8 +2,9 @@
 // these routes (tests/unit/contract.test.ts proves every entry has a route and vice versa).
 import type { CallDef } from './http.ts';
 import { systemCalls } from './system.ts';
+import { boardCalls } from './boards.ts';
 
-export const contract: readonly CallDef[] = [...systemCalls];
+export const contract: readonly CallDef[] = [...systemCalls, ...boardCalls];
 
 export function findCall(name: string): CallDef | undefined {
   return contract.find((c) => c.name === name);
