@@ -3,8 +3,9 @@
 import type { CallDef } from './http.ts';
 import { systemCalls } from './system.ts';
 import { boardCalls } from './boards.ts';
+import { userCalls } from './user.ts';
 
-export const contract: readonly CallDef[] = [...systemCalls, ...boardCalls];
+export const contract: readonly CallDef[] = [...systemCalls, ...boardCalls, ...userCalls];
 
 export function findCall(name: string): CallDef | undefined {
   return contract.find((c) => c.name === name);
