@@ -78,3 +78,17 @@ describe('the service foundation', () => {
     });
   });
 });
+
+describe('the service process', () => {
+  it('stops at start with one clear line on a bad environment variable', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], {
+      env: { ...process.env, PORT: 'eighty', DATABASE_URL: '' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status).toBe(2);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('bianbu:'));
+    expect(lines).toEqual(['bianbu: Invalid PORT="eighty": Invalid input: expected number, received NaN']);
+  });
+});
