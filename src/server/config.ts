@@ -36,6 +36,8 @@ const configSchema = z.object({
   OIDC_REDIRECT_URI: z.string().url().optional(),
   /** Serve the built console from this folder (default dist/web). */
   BIANBU_WEB_DIR: z.string().default('dist/web'),
+  /** Upload and download deadline (spec section 9: 600000 ms). */
+  BIANBU_TRANSFER_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
 });
 
 export type Config = z.infer<typeof configSchema> & { dataDir: string };

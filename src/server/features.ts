@@ -1,5 +1,6 @@
 // The features of the service, in start order. Each feature adds exactly one line here.
 import type { Feature } from './feature.ts';
 import { systemFeature } from './system/system.routes.ts';
+import { filesFeature } from './files/files.routes.ts';
 
-export const features: Feature[] = [systemFeature];
+export const features: Feature[] = [systemFeature, filesFeature];

@@ -33,6 +33,8 @@ export interface CallDef<
   answer: AnswerKind;
   /** Larger body limit or longer timeout: file transfers (spec section 9: 600000 ms). */
   transfer?: boolean;
+  /** Body limit in bytes for this call when it differs from the service default. */
+  bodyLimit?: number;
   summary: string;
 }
 
@@ -48,6 +50,7 @@ export interface CallOptions<Name extends string, Req extends z.ZodType, Res ext
   payload?: PayloadKind;
   answer?: AnswerKind;
   transfer?: boolean;
+  bodyLimit?: number;
   summary: string;
 }
 
@@ -70,6 +73,7 @@ export function defineCall<
     payload: opts.payload ?? (opts.method === 'GET' ? 'query' : 'json'),
     answer: opts.answer ?? 'envelope',
     transfer: opts.transfer,
+    bodyLimit: opts.bodyLimit,
     summary: opts.summary,
   };
 }

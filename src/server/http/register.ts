@@ -33,7 +33,7 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
     app.route({
       method: call.method,
       url: call.path,
-      bodyLimit: call.transfer ? Number.MAX_SAFE_INTEGER : undefined,
+      bodyLimit: call.bodyLimit ?? (call.transfer ? Number.MAX_SAFE_INTEGER : undefined),
       handler: async (req, reply) => {
         // A public call ignores a bad token rather than failing on it.
         const user =

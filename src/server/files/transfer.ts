@@ -1,0 +1,224 @@
+// Streamed transfers. Lifecycle of an upload: each multipart file part is piped, with backpressure,
+// into the driver's write stream (a temporary file beside the target); only when the part ended whole
+// is it committed (renamed into place). A client that disconnects, a deadline that passes, a board that
+// runs out of space or any stream error aborts the temporary file, so the old file stays as it was and
+// no partial file remains. A download pipes the driver's read stream (or a tar of a folder, entry by
+// entry) to the response; a client that goes away destroys the pipeline back to the driver's stream.
+import { PassThrough, type Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Multipart } from '@fastify/multipart';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import tar from 'tar-stream';
+import {
+  FileErrorKey,
+  fileName,
+  normalizeBoardPath,
+  type UploadFileResponse,
+  uploadFields,
+} from '#shared/files.ts';
+import type { BoardDriver, FileEntry } from '#server/boards/driver.ts';
+import { AppError, badRequest, notFound } from '#server/errors.ts';
+import { asAppError, guarded, noSpace, resolvePath, transferTimeout } from './files.service.ts';
+
+const aborted = () =>
+  new AppError(400, 40000, FileErrorKey.aborted, 'The client ended the transfer before it was complete');
+
+/** Passes at most `size` bytes and pads a file that shrank while read, so a tar header stays true. */
+function exactly(size: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      const room = size - seen;
+      seen += chunk.length;
+      cb(null, room >= chunk.length ? chunk : chunk.subarray(0, Math.max(0, room)));
+    },
+    flush(cb) {
+      if (seen < size) this.push(Buffer.alloc(size - seen));
+      cb();
+    },
+  });
+}
+
+/** Counts bytes across the whole upload and refuses to go past the board's free space. */
+function budget(state: { left: number }): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      state.left -= chunk.length;
+      if (state.left < 0) cb(noSpace());
+      else cb(null, chunk);
+    },
+  });
+}
+
+function attachmentHeader(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\%;]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+export interface UploadOptions {
+  driver: BoardDriver;
+  applyId: string;
+  timeoutMs: number;
+}
+
+export async function receiveUpload(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  opts: UploadOptions,
+): Promise<UploadFileResponse> {
+  if (!req.isMultipart())
+    throw badRequest(
+      'Expected a multipart form with the fields applyId and path, then files',
+      FileErrorKey.uploadField,
+    );
+  const { driver } = opts;
+  const fields: Record<string, string> = {};
+  const done: UploadFileResponse['files'] = [];
+  let current: Readable | null = null;
+  let failure: unknown = null;
+  const fail = (err: unknown) => {
+    failure ??= err;
+    current?.destroy(err as Error);
+  };
+  const deadline = setTimeout(() => fail(transferTimeout()), opts.timeoutMs);
+  const onClose = () => {
+    if (!req.raw.complete) fail(aborted());
+  };
+  req.raw.on('close', onClose);
+  const space = { left: Number.POSITIVE_INFINITY };
+  let folder: string | null = null;
+  try {
+    for await (const part of req.parts() as AsyncIterableIterator<Multipart>) {
+      if (failure) throw failure;
+      if (part.type === 'field') {
+        fields[part.fieldname] = String(part.value);
+        continue;
+      }
+      current = part.file;
+      if (folder === null) {
+        const parsed = uploadFields.safeParse(fields);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0];
+          throw badRequest(
+            `Invalid ${String(issue.path[0] ?? 'field')}: ${issue.message}`,
+            FileErrorKey.uploadField,
+          );
+        }
+        if (parsed.data.applyId && parsed.data.applyId !== opts.applyId) throw notFound();
+        folder = resolvePath(parsed.data.path);
+        const dir = await guarded(() => driver.files.stat(folder as string));
+        if (dir.type !== 'dir') throw badRequest('The upload target is not a folder', FileErrorKey.notDir);
+        space.left = await guarded(() => driver.files.freeSpace(folder as string));
+        // The whole request is at least as large as its files: refuse before reading a byte.
+        const declared = Number(req.headers['content-length']);
+        if (Number.isFinite(declared) && declared > space.left + 64 * 1024) throw noSpace();
+      }
+      const name = fileName.safeParse(part.filename);
+      if (!name.success)
+        throw badRequest(`Invalid file name: ${name.error.issues[0].message}`, FileErrorKey.invalid);
+      const target = normalizeBoardPath(name.data, folder);
+      if (target === null) throw badRequest('The path leaves the board root', FileErrorKey.outsideRoot);
+      const existing = await driver.files.stat(target).catch(() => null);
+      if (existing?.type === 'dir') throw badRequest(`${target} is a folder`, FileErrorKey.isDir);
+      const sink = await guarded(() => driver.files.createWriteStream(target));
+      let size = 0;
+      try {
+        if (failure) throw failure;
+        await pipeline(
+          part.file,
+          budget(space),
+          new Transform({
+            transform(chunk: Buffer, _e, cb) {
+              size += chunk.length;
+              cb(null, chunk);
+            },
+          }),
+          sink.stream,
+        );
+        if (failure) throw failure;
+        if (part.file.truncated) throw badRequest('The file is larger than allowed', FileErrorKey.tooLarge);
+        await guarded(() => sink.commit());
+      } catch (err) {
+        await sink.abort().catch(() => {});
+        throw failure ?? asAppError(err);
+      }
+      current = null;
+      done.push({ name: name.data, path: target, size });
+    }
+    if (failure) throw failure;
+  } catch (err) {
+    // The rest of the body is not read: close the connection rather than leave it half-consumed.
+    reply.header('connection', 'close');
+    throw failure ?? asAppError(err);
+  } finally {
+    clearTimeout(deadline);
+    req.raw.off('close', onClose);
+  }
+  if (!done.length) throw badRequest('The upload holds no file', FileErrorKey.uploadField);
+  return { files: done };
+}
+
+/** Every entry under `dir`, depth first, as paths relative to `dir`; symlinks are not followed. */
+async function* walk(
+  driver: BoardDriver,
+  dir: string,
+  rel: string,
+): AsyncGenerator<{ entry: FileEntry; rel: string }> {
+  const entries = await driver.files.list(dir);
+  entries.sort((a, b) => a.name.localeCompare(b.name));
+  for (const entry of entries) {
+    const r = rel ? `${rel}/${entry.name}` : entry.name;
+    yield { entry, rel: r };
+    if (entry.type === 'dir') yield* walk(driver, entry.path, r);
+  }
+}
+
+function packFolder(driver: BoardDriver, dir: FileEntry, top: string): Readable {
+  const pack = tar.pack();
+  const run = async () => {
+    pack.entry({ name: `${top}/`, type: 'directory', mode: dir.mode & 0o7777, mtime: new Date(dir.mtimeMs) });
+    for await (const { entry, rel } of walk(driver, dir.path, '')) {
+      if (pack.destroyed) return;
+      const name = `${top}/${rel}`;
+      const header = { name, mode: entry.mode & 0o7777, mtime: new Date(entry.mtimeMs) };
+      if (entry.type === 'dir') {
+        pack.entry({ ...header, name: `${name}/`, type: 'directory' });
+      } else if (entry.type === 'file') {
+        const src = await driver.files.createReadStream(entry.path);
+        const sink = pack.entry({ ...header, type: 'file', size: entry.size });
+        await pipeline(src, exactly(entry.size), sink);
+      }
+      // Symlinks and special files are left out: the driver does not expose link targets.
+    }
+    pack.finalize();
+  };
+  run().catch((err) => pack.destroy(err));
+  return pack as unknown as Readable;
+}
+
+export async function sendDownload(
+  driver: BoardDriver,
+  filePath: string,
+  reply: FastifyReply,
+  timeoutMs: number,
+): Promise<Readable> {
+  const path = resolvePath(filePath);
+  const st = await guarded(() => driver.files.stat(path));
+  const name = path === '/' ? 'root' : path.slice(path.lastIndexOf('/') + 1);
+  const out = new PassThrough();
+  reply.header('content-type', 'application/octet-stream');
+  if (st.type === 'dir') {
+    reply.header('content-disposition', attachmentHeader(`${name}.tar`));
+    pipeline(packFolder(driver, st, name), out).catch(() => {});
+  } else if (st.type === 'file') {
+    const src = await guarded(() => driver.files.createReadStream(path));
+    reply.header('content-length', String(st.size));
+    reply.header('content-disposition', attachmentHeader(name));
+    pipeline(src, exactly(st.size), out).catch(() => {});
+  } else {
+    throw badRequest('Only files and folders can be downloaded', FileErrorKey.invalid);
+  }
+  const deadline = setTimeout(() => out.destroy(transferTimeout()), timeoutMs);
+  out.on('close', () => clearTimeout(deadline));
+  return out;
+}
