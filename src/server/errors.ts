@@ -10,6 +10,8 @@ export class AppError extends Error {
     message: string,
     readonly fields?: FieldIssue[],
     readonly headers?: Record<string, string>,
+    /** Answered as the envelope's `data` (e.g. when the next board frees); null when absent. */
+    readonly data?: unknown,
   ) {
     super(message);
   }

@@ -5,15 +5,15 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { type Envelope, ErrorKey, ResultCode } from '#shared/codes.ts';
 import { AppError } from '#server/errors.ts';
 
-function envelope(code: number, message: string, key: string, fields?: Envelope['fields']): Envelope<null> {
-  return { code, message, data: null, error: key, ...(fields ? { fields } : {}) };
+function envelope(code: number, message: string, key: string, fields?: Envelope['fields'], data?: unknown): Envelope {
+  return { code, message, data: data ?? null, error: key, ...(fields ? { fields } : {}) };
 }
 
 export function installEnvelope(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | AppError | Error, req, reply) => {
     if (err instanceof AppError) {
       if (err.headers) reply.headers(err.headers);
-      return reply.status(err.status).send(envelope(err.code, err.message, err.key, err.fields));
+      return reply.status(err.status).send(envelope(err.code, err.message, err.key, err.fields, err.data));
     }
     const fe = err as FastifyError;
     if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (fe.statusCode === 400 && err instanceof SyntaxError)) {
