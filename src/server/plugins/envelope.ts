@@ -5,7 +5,13 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { type Envelope, ErrorKey, ResultCode } from '#shared/codes.ts';
 import { AppError } from '#server/errors.ts';
 
-function envelope(code: number, message: string, key: string, fields?: Envelope['fields'], data?: unknown): Envelope {
+function envelope<T = null>(
+  code: number,
+  message: string,
+  key: string,
+  fields?: Envelope['fields'],
+  data?: T,
+): Envelope<T | null> {
   return { code, message, data: data ?? null, error: key, ...(fields ? { fields } : {}) };
 }
 
