@@ -21,6 +21,8 @@ const configSchema = z.object({
   BIANBU_PUBLIC_URL: z.string().url('must be an absolute URL such as http://localhost:8080').optional(),
   /** Extra origins allowed to open the realtime socket, comma separated. */
   BIANBU_ALLOWED_ORIGINS: z.string().default(''),
+  /** Heart-beat interval the realtime server asks of clients (spec: 20000); silence of twice that ends a session. */
+  BIANBU_STOMP_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
   BIANBU_ROUTE_SET: z.enum(['full', 'reduced']).default('full'),
   BIANBU_DOCS_URL: z.string().default('https://bianbu.spacemit.com'),
   BIANBU_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),

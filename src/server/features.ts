@@ -1,6 +1,7 @@
 // The features of the service, in start order. Each feature adds exactly one line here.
 import type { Feature } from './feature.ts';
+import { realtimeFeature } from './realtime/realtime.feature.ts';
 import { systemFeature } from './system/system.routes.ts';
 import { filesFeature } from './files/files.routes.ts';
 
-export const features: Feature[] = [systemFeature, filesFeature];
+export const features: Feature[] = [systemFeature, filesFeature, realtimeFeature];

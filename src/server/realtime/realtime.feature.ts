@@ -1,0 +1,44 @@
+// The realtime feature: the bus (app.bus), the /ws STOMP endpoint (app.realtime) and the shell
+// sessions (app.shells) with their two HTTP calls.
+import type { Feature } from '#server/feature.ts';
+import { ShellManager } from '#server/shells/manager.ts';
+import { driverLookup, shellRoutes } from '#server/shells/shells.routes.ts';
+import { type Bus, MemoryBus, RedisBus } from './bus.ts';
+import { allowedOriginsFromConfig, RealtimeHub } from './hub.ts';
+
+export const realtimeFeature: Feature = {
+  name: 'realtime',
+  async setup(app) {
+    const onError = (err: unknown) => app.log.error({ err }, 'realtime bus error');
+    let bus: Bus;
+    if (app.config.REDIS_URL) {
+      const redis = new RedisBus(app.config.REDIS_URL, onError);
+      await redis.ready();
+      bus = redis;
+    } else {
+      bus = new MemoryBus(onError);
+    }
+    app.decorate('bus', bus);
+    app.decorate(
+      'realtime',
+      new RealtimeHub(app, bus, {
+        heartbeatMs: app.config.BIANBU_STOMP_HEARTBEAT_MS,
+        allowedOrigins: allowedOriginsFromConfig(
+          app.config.BIANBU_PUBLIC_URL,
+          app.config.BIANBU_ALLOWED_ORIGINS,
+        ),
+      }),
+    );
+    app.decorate('shells', new ShellManager(bus, driverLookup(app), app.log));
+  },
+  calls: (app) => shellRoutes(app),
+  async start(app) {
+    await app.shells.start();
+    await app.realtime.start(app.server);
+  },
+  async stop(app) {
+    await app.realtime.stop();
+    await app.shells.stop();
+    await app.bus.close();
+  },
+};

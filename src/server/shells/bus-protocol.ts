@@ -1,0 +1,26 @@
+// Shell traffic on the bus, keyed by shell id, so the instance that owns a shell's PTY and the
+// instance holding a browser's socket may differ.
+//
+// shell.{id}.in   front → owner   attach {v, u, from} | detach {v} | keep {v} | input (data)
+//                                 | resize {cols, rows} | ack {v, o} | close {applyId, reason}
+// shell.{id}.out  owner → fronts  data {o} (data) | replay {v, o, lost} (data) | refused {v, key}
+//                                 | exit {reason, code}
+// rt.ctl          anyone → all    closeApply {applyId, reason} | closeBoard {deviceId, reason}
+//
+// `v` is a viewer id: one per STOMP subscription to a shell. Output is broadcast to every viewer;
+// a replay is addressed to one viewer, which drops live output until its replay arrives and then
+// drops what the replay already covered (offsets make this exact).
+
+export const shellIn = (id: string) => `shell.${id}.in`;
+export const shellOut = (id: string) => `shell.${id}.out`;
+export const CONTROL_CHANNEL = 'rt.ctl';
+export const userChannel = (userId: string) => `user.${userId}`;
+export const boardChannel = (deviceId: string) => `board.${deviceId}`;
+
+/** How often a front tells an owner its viewers are alive, and when an owner forgets a silent one. */
+export const VIEWER_KEEPALIVE_MS = 20_000;
+export const VIEWER_STALE_MS = 70_000;
+/** How long a front waits for an owner to answer an attach or a close. */
+export const OWNER_ANSWER_TIMEOUT_MS = 5_000;
+/** How long an ended shell stays around so that a reconnecting console still gets its last output. */
+export const ENDED_SHELL_KEEP_MS = 5 * 60_000;

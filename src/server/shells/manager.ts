@@ -1,0 +1,174 @@
+// The shells of this instance (`app.shells`). Opens PTYs through the board driver of the apply's
+// board, keeps the sessions it owns, and closes them on request from any instance: closes travel
+// over the bus (shell.{id}.in for one shell, rt.ctl for an apply or a board), so the lifecycle
+// feature calls closeForApply / closeForBoard on whichever instance notices the end.
+import crypto from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { BoardDriver, PtySize } from '#server/boards/driver.ts';
+import { DriverError } from '#server/boards/driver.ts';
+import { AppError, conflict, notFound } from '#server/errors.ts';
+import type { Bus, BusMessage } from '#server/realtime/bus.ts';
+import { ResultCode } from '#shared/codes.ts';
+import { ShellCloseReason } from '#shared/realtime.ts';
+import { MAX_SHELLS_PER_APPLY, type ShellType, shellErrorKeys } from '#shared/shells.ts';
+import {
+  CONTROL_CHANNEL,
+  ENDED_SHELL_KEEP_MS,
+  OWNER_ANSWER_TIMEOUT_MS,
+  shellIn,
+  shellOut,
+} from './bus-protocol.ts';
+import { type ShellMeta, ShellSession, type ShellStats } from './session.ts';
+
+export interface OpenShellInput {
+  applyId: string;
+  deviceId: string;
+  userId: string;
+  shellType: ShellType;
+  size?: PtySize;
+}
+
+export type DriverLookup = (deviceId: string) => BoardDriver | Promise<BoardDriver>;
+
+const DEFAULT_SIZE: PtySize = { cols: 80, rows: 24 };
+
+export class ShellManager {
+  private readonly sessions = new Map<string, ShellSession>();
+  private unsubscribeCtl: (() => void) | null = null;
+  private sweeper: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly drivers: DriverLookup,
+    private readonly log: FastifyBaseLogger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async start(): Promise<void> {
+    this.unsubscribeCtl = await this.bus.subscribe(CONTROL_CHANNEL, (m) => this.onControl(m));
+    this.sweeper = setInterval(() => this.sweep(), 10_000);
+    this.sweeper.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.unsubscribeCtl?.();
+    for (const s of this.sessions.values()) {
+      s.close(ShellCloseReason.serviceStopping);
+      s.dispose();
+    }
+    this.sessions.clear();
+  }
+
+  async open(input: OpenShellInput): Promise<{ clientId: string }> {
+    const live = [...this.sessions.values()].filter(
+      (s) => s.meta.applyId === input.applyId && !s.ended,
+    ).length;
+    if (live >= MAX_SHELLS_PER_APPLY)
+      throw conflict(
+        `At most ${MAX_SHELLS_PER_APPLY} shells may be open on one apply`,
+        shellErrorKeys.tooMany,
+      );
+    const size = input.size ?? DEFAULT_SIZE;
+    let pty: Awaited<ReturnType<BoardDriver['openShell']>>;
+    try {
+      const driver = await this.drivers(input.deviceId);
+      pty = input.shellType === 'serial' ? await driver.openSerial(size) : await driver.openShell(size);
+    } catch (err) {
+      if (err instanceof DriverError) {
+        const status = err.key === 'capability.unsupported' ? 501 : 503;
+        const code = status === 501 ? ResultCode.NotImplementedByDriver : ResultCode.Unavailable;
+        throw new AppError(status, code, err.key, err.message);
+      }
+      throw err;
+    }
+    const meta: ShellMeta = { id: crypto.randomUUID(), ...input };
+    const session = new ShellSession(meta, pty, this.bus, this.now, (s) => this.onEnded(s));
+    this.sessions.set(meta.id, session);
+    await session.start();
+    this.log.info(
+      { shellId: meta.id, applyId: input.applyId, deviceId: input.deviceId, type: input.shellType },
+      'shell opened',
+    );
+    return { clientId: meta.id };
+  }
+
+  /**
+   * Closes one shell of an apply, wherever it runs. Resolves once its owner confirms; a shell that
+   * is not the apply's (or does not exist) answers "not found".
+   */
+  async close(applyId: string, shellId: string, reason: string = ShellCloseReason.closed): Promise<void> {
+    const local = this.sessions.get(shellId);
+    if (local) {
+      if (local.meta.applyId !== applyId) throw notFound('Shell not found', shellErrorKeys.notFound);
+      local.close(reason);
+      return;
+    }
+    let off: (() => void) | null = null;
+    const confirmed = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), OWNER_ANSWER_TIMEOUT_MS);
+      this.bus
+        .subscribe(shellOut(shellId), (m) => {
+          if (m.h.t === 'exit') {
+            clearTimeout(timer);
+            resolve(true);
+          }
+        })
+        .then((unsub) => {
+          off = unsub;
+          this.bus.publish(shellIn(shellId), { h: { t: 'close', applyId, reason } });
+        });
+    });
+    const ok = await confirmed;
+    (off as (() => void) | null)?.();
+    if (!ok) throw notFound('Shell not found', shellErrorKeys.notFound);
+  }
+
+  /** Closes every shell and serial console of an apply, on every instance. */
+  async closeForApply(applyId: string, reason: string = ShellCloseReason.applyEnded): Promise<void> {
+    this.bus.publish(CONTROL_CHANNEL, { h: { t: 'closeApply', applyId, reason } });
+  }
+
+  /** Closes every shell of a board, on every instance (power reset, flash, board leaving its holder). */
+  async closeForBoard(deviceId: string, reason: string = ShellCloseReason.boardReset): Promise<void> {
+    this.bus.publish(CONTROL_CHANNEL, { h: { t: 'closeBoard', deviceId, reason } });
+  }
+
+  /** Shells this instance owns (tests, metrics). */
+  stats(shellId?: string): ShellStats[] {
+    const all = [...this.sessions.values()].map((s) => s.stats());
+    return shellId ? all.filter((s) => s.id === shellId) : all;
+  }
+
+  get(shellId: string): ShellSession | undefined {
+    return this.sessions.get(shellId);
+  }
+
+  private onControl(m: BusMessage): void {
+    const h = m.h;
+    const reason = String(h.reason ?? ShellCloseReason.closed);
+    for (const s of this.sessions.values()) {
+      if (
+        (h.t === 'closeApply' && s.meta.applyId === h.applyId) ||
+        (h.t === 'closeBoard' && s.meta.deviceId === h.deviceId)
+      )
+        s.close(reason);
+    }
+  }
+
+  private onEnded(s: ShellSession): void {
+    this.log.info({ shellId: s.meta.id, reason: s.ended?.reason }, 'shell ended');
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    for (const [id, s] of this.sessions) {
+      if (s.ended && now - s.endedAt > ENDED_SHELL_KEEP_MS) {
+        s.dispose();
+        this.sessions.delete(id);
+      } else if (!s.ended) {
+        s.sweep();
+      }
+    }
+  }
+}

@@ -1,0 +1,221 @@
+// One shell session on the instance that owns its PTY. Lifecycle: opened by apply-device-shell
+// (PTY from the board driver), streams output into its ring and onto the bus, serves attaches of
+// viewers (replay from an offset, then live), applies flow control from their acknowledgements, and
+// ends when the program exits or it is closed (unapply, apply end, lease expiry, board reset). An
+// ended session keeps its ring for a while so a console that reconnects sees the last output and
+// the reason, then the manager forgets it.
+import type { PtyHandle } from '#server/boards/driver.ts';
+import type { Bus, BusMessage } from '#server/realtime/bus.ts';
+import { SHELL_FLOW, type ShellCloseReason, shellResizeBody } from '#shared/realtime.ts';
+import type { ShellType } from '#shared/shells.ts';
+import { shellIn, shellOut, VIEWER_STALE_MS } from './bus-protocol.ts';
+import { ScrollbackRing } from './ring.ts';
+
+export interface ShellMeta {
+  id: string;
+  applyId: string;
+  deviceId: string;
+  userId: string;
+  shellType: ShellType;
+}
+
+interface Viewer {
+  acked: number;
+  seenAt: number;
+}
+
+export interface ShellStats {
+  id: string;
+  paused: boolean;
+  ringStart: number;
+  ringEnd: number;
+  ringAllocated: number;
+  acked: number;
+  viewers: number;
+  ended: string | null;
+}
+
+export class ShellSession {
+  readonly ring = new ScrollbackRing(SHELL_FLOW.ringBytes);
+  private readonly viewers = new Map<string, Viewer>();
+  /** Highest acknowledgement seen: the flow-control reference while nobody watches. */
+  private lastAck = 0;
+  private paused = false;
+  ended: { reason: string; code: number | null } | null = null;
+  endedAt = 0;
+  private unsubscribeIn: (() => void) | null = null;
+  private readonly disposers: Array<() => void> = [];
+  private readonly outChannel: string;
+
+  constructor(
+    readonly meta: ShellMeta,
+    private readonly pty: PtyHandle,
+    private readonly bus: Bus,
+    private readonly now: () => number,
+    private readonly onEnded: (s: ShellSession) => void,
+  ) {
+    this.outChannel = shellOut(meta.id);
+  }
+
+  async start(): Promise<void> {
+    this.unsubscribeIn = await this.bus.subscribe(shellIn(this.meta.id), (m) => this.onIn(m));
+    this.disposers.push(
+      this.pty.onData((chunk) => this.onOutput(chunk)),
+      this.pty.onExit((info) => this.end(info.reason ?? 'shell.exited', info.exitCode)),
+    );
+  }
+
+  stats(): ShellStats {
+    return {
+      id: this.meta.id,
+      paused: this.paused,
+      ringStart: this.ring.start,
+      ringEnd: this.ring.end,
+      ringAllocated: this.ring.allocated,
+      acked: this.acked(),
+      viewers: this.viewers.size,
+      ended: this.ended?.reason ?? null,
+    };
+  }
+
+  private onOutput(chunk: Buffer): void {
+    if (this.ended) return;
+    const o = this.ring.end;
+    this.ring.append(chunk);
+    this.bus.publish(this.outChannel, { h: { t: 'data', o }, data: chunk });
+    this.flow();
+  }
+
+  private onIn(m: BusMessage): void {
+    const h = m.h;
+    switch (h.t) {
+      case 'input':
+        if (!this.ended && m.data) this.pty.write(m.data);
+        return;
+      case 'ack': {
+        const v = this.viewers.get(String(h.v));
+        const o = Number(h.o);
+        if (!Number.isSafeInteger(o) || o < 0) return;
+        const acked = Math.min(o, this.ring.end);
+        if (v) {
+          v.acked = Math.max(v.acked, acked);
+          v.seenAt = this.now();
+        }
+        this.lastAck = Math.max(this.lastAck, acked);
+        this.flow();
+        return;
+      }
+      case 'resize': {
+        const size = shellResizeBody.safeParse({ cols: h.cols, rows: h.rows });
+        if (size.success && !this.ended) this.pty.resize(size.data);
+        return;
+      }
+      case 'attach':
+        this.attach(String(h.v), String(h.u), Number(h.from));
+        return;
+      case 'detach': {
+        const v = this.viewers.get(String(h.v));
+        if (v) {
+          this.lastAck = Math.max(this.lastAck, v.acked);
+          this.viewers.delete(String(h.v));
+          this.flow();
+        }
+        return;
+      }
+      case 'keep': {
+        const v = this.viewers.get(String(h.v));
+        if (v) v.seenAt = this.now();
+        return;
+      }
+      case 'close':
+        if (h.applyId === this.meta.applyId) {
+          if (this.ended) this.publishExit();
+          else this.close(String(h.reason ?? 'shell.closed'));
+        }
+        return;
+    }
+  }
+
+  private attach(viewer: string, userId: string, from: number): void {
+    // Another user's shell answers exactly like a shell that does not exist.
+    if (userId !== this.meta.userId) {
+      this.bus.publish(this.outChannel, { h: { t: 'refused', v: viewer, key: 'resource.not_found' } });
+      return;
+    }
+    const want = Number.isSafeInteger(from) && from >= 0 ? from : this.ring.start;
+    const { offset, data, lost } = this.ring.readFrom(want);
+    if (!this.ended) this.viewers.set(viewer, { acked: offset, seenAt: this.now() });
+    this.bus.publish(this.outChannel, { h: { t: 'replay', v: viewer, o: offset, lost }, data });
+    if (this.ended) this.publishExit();
+    this.flow();
+  }
+
+  /** Unacknowledged bytes are counted against the slowest live viewer, or the last ack when none. */
+  private acked(): number {
+    if (this.viewers.size === 0) return this.lastAck;
+    let min = Number.POSITIVE_INFINITY;
+    for (const v of this.viewers.values()) if (v.acked < min) min = v.acked;
+    return min;
+  }
+
+  private flow(): void {
+    if (this.ended) return;
+    const unacked = this.ring.end - this.acked();
+    if (!this.paused && unacked > SHELL_FLOW.highWater) {
+      this.paused = true;
+      this.pty.pause();
+    } else if (this.paused && unacked < SHELL_FLOW.lowWater) {
+      this.paused = false;
+      this.pty.resume();
+    }
+  }
+
+  /** Forgets viewers whose front went silent (an instance that died without detaching). */
+  sweep(): void {
+    const cutoff = this.now() - VIEWER_STALE_MS;
+    let changed = false;
+    for (const [id, v] of this.viewers) {
+      if (v.seenAt < cutoff) {
+        this.lastAck = Math.max(this.lastAck, v.acked);
+        this.viewers.delete(id);
+        changed = true;
+      }
+    }
+    if (changed) this.flow();
+  }
+
+  write(data: Buffer): void {
+    if (!this.ended) this.pty.write(data);
+  }
+
+  close(reason: ShellCloseReason | string): void {
+    if (this.ended) return;
+    this.end(reason, null);
+    try {
+      this.pty.close();
+    } catch {
+      // The PTY may already be gone with its board; the session is ended either way.
+    }
+  }
+
+  private end(reason: string, code: number | null): void {
+    if (this.ended) return;
+    this.ended = { reason, code };
+    this.endedAt = this.now();
+    this.viewers.clear();
+    for (const d of this.disposers.splice(0)) d();
+    this.publishExit();
+    this.onEnded(this);
+  }
+
+  private publishExit(): void {
+    if (!this.ended) return;
+    this.bus.publish(this.outChannel, { h: { t: 'exit', reason: this.ended.reason, code: this.ended.code } });
+  }
+
+  /** Drops the bus subscription: called when the manager forgets the ended session. */
+  dispose(): void {
+    this.unsubscribeIn?.();
+    this.unsubscribeIn = null;
+  }
+}
