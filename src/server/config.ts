@@ -38,6 +38,8 @@ const configSchema = z.object({
   OIDC_REDIRECT_URI: z.string().url().optional(),
   /** Serve the built console from this folder (default dist/web). */
   BIANBU_WEB_DIR: z.string().default('dist/web'),
+  /** Longest sleep of the lease expiry scheduler between ticks (it wakes earlier when a lease is due); 0 stops it. */
+  BIANBU_LEASE_TICK_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   /** Upload and download deadline (spec section 9: 600000 ms). */
   BIANBU_TRANSFER_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
 });

@@ -2,6 +2,7 @@
 import type { Feature } from './feature.ts';
 import { realtimeFeature } from './realtime/realtime.feature.ts';
 import { systemFeature } from './system/system.routes.ts';
+import { leasesFeature } from './leases/leases.routes.ts';
 import { filesFeature } from './files/files.routes.ts';
 
-export const features: Feature[] = [systemFeature, filesFeature, realtimeFeature];
+export const features: Feature[] = [systemFeature, leasesFeature, filesFeature, realtimeFeature];

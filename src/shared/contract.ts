@@ -5,9 +5,10 @@ import { systemCalls } from './system.ts';
 import { shellCalls } from './shells.ts';
 import { fileCalls } from './files.ts';
 import { boardCalls } from './boards.ts';
+import { leaseCalls } from './leases.ts';
 import { userCalls } from './user.ts';
 
-export const contract: readonly CallDef[] = [...systemCalls, ...boardCalls, ...userCalls, ...fileCalls, ...shellCalls];
+export const contract: readonly CallDef[] = [...systemCalls, ...boardCalls, ...leaseCalls, ...userCalls, ...fileCalls, ...shellCalls];
 
 export function findCall(name: string): CallDef | undefined {
   return contract.find((c) => c.name === name);
