@@ -81,6 +81,11 @@ export class RealtimeHub {
     if (this.keeper) clearInterval(this.keeper);
     this.unsubscribeCtl?.();
     for (const c of [...this.connections]) c.close(1001);
+    // Give clients a moment to answer the close handshake, then cut whatever is left: ws would
+    // otherwise wait its 30 s close timeout for a peer that no longer reads.
+    const deadline = Date.now() + 1000;
+    while (this.wss.clients.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    for (const ws of this.wss.clients) ws.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
   }
 

@@ -1,0 +1,108 @@
+// Test helpers for shells: open one over HTTP, follow a shell subscription's output by offset, and
+// acknowledge it the way the console does.
+import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
+import { Destinations } from '#shared/realtime.ts';
+import type { StompFrame } from '#shared/stomp-codec.ts';
+import type { TestStompClient } from './stomp-client.ts';
+import type { TestUser } from './users.ts';
+
+export async function openShell(
+  app: FastifyInstance,
+  user: TestUser,
+  applyId: string,
+  shellType: 'login' | 'serial' = 'login',
+): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/device/apply-device-shell',
+    headers: { ...user.headers, applyaccess: applyId },
+    payload: { applyId, shellType },
+  });
+  expect(res.json()).toMatchObject({ code: 20000 });
+  return res.json().data.clientId as string;
+}
+
+/** Follows one shell subscription: checks offsets are contiguous, keeps the bytes, optionally acks. */
+export class ShellFollower {
+  chunks: Buffer[] = [];
+  next: number;
+  closedReason: string | null = null;
+  private seen = 0;
+  constructor(
+    readonly c: TestStompClient,
+    readonly subId: string,
+    readonly shellId: string,
+    from: number,
+    private readonly autoAck: boolean,
+  ) {
+    this.next = from;
+  }
+
+  static async subscribe(
+    c: TestStompClient,
+    shellId: string,
+    opts: { subId?: string; offset?: number; ack?: boolean } = {},
+  ) {
+    const subId = opts.subId ?? `s-${shellId.slice(0, 6)}`;
+    const headers: Record<string, string> = {
+      id: subId,
+      destination: Destinations.shellOutput(shellId),
+      receipt: `r-${subId}`,
+    };
+    if (opts.offset !== undefined) headers.offset = String(opts.offset);
+    c.sendFrame('SUBSCRIBE', headers);
+    await c.waitFor((f) => f.command === 'RECEIPT' && f.headers['receipt-id'] === `r-${subId}`);
+    const f = new ShellFollower(c, subId, shellId, opts.offset ?? -1, opts.ack ?? true);
+    f.pump();
+    return f;
+  }
+
+  get text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+
+  /** Consumes frames received so far. */
+  pump(): void {
+    const frames = this.c.frames;
+    for (; this.seen < frames.length; this.seen++) this.take(frames[this.seen]);
+  }
+
+  private take(f: StompFrame): void {
+    if (f.command !== 'MESSAGE' || f.headers.subscription !== this.subId) return;
+    if (f.headers.event === 'closed') {
+      this.closedReason = f.headers.reason;
+      return;
+    }
+    if (f.headers.event) throw new Error(`subscription ${f.headers.event}: ${f.headers.error}`);
+    const o = Number(f.headers.offset);
+    if (this.next < 0) this.next = o;
+    if (o !== this.next) throw new Error(`gap: expected offset ${this.next}, got ${o}`);
+    this.chunks.push(Buffer.from(f.body));
+    this.next = o + f.body.length;
+    if (this.autoAck) this.ack();
+  }
+
+  ack(offset = this.next): void {
+    this.c.sendFrame('SEND', { destination: Destinations.shellAck(this.shellId), offset: String(offset) });
+  }
+
+  input(text: string): void {
+    this.c.sendFrame('SEND', { destination: Destinations.shellInput(this.shellId) }, text);
+  }
+
+  async until(pred: (text: string) => boolean, timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      this.pump();
+      if (pred(this.text)) return;
+      if (Date.now() > deadline)
+        throw new Error(`timed out; last output: ${JSON.stringify(this.text.slice(-300))}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
