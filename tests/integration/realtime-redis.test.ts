@@ -1,0 +1,112 @@
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realtimeFeature } from '#server/realtime/realtime.feature.ts';
+import { Destinations } from '#shared/realtime.ts';
+import { bodyText } from '#shared/stomp-codec.ts';
+import { freshStorage, makeTestApp, type TestApp } from './helpers/app.ts';
+import { openShell, ShellFollower } from './helpers/shell-client.ts';
+import { connectStomp } from './helpers/stomp-client.ts';
+import { testAppliesFeature } from './helpers/test-applies.ts';
+import { testBoardsFeature } from './helpers/test-pty-driver.ts';
+import { makeUser, type TestUser } from './helpers/users.ts';
+
+// Two service instances on one PostgreSQL database and one Redis, as in a scaled-out deployment.
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+process.env.DATABASE_URL ??= 'postgresql://postgres@127.0.0.1:5432/test';
+
+describe('two instances sharing Redis and PostgreSQL', () => {
+  let db: Awaited<ReturnType<typeof freshStorage>>;
+  let a: TestApp;
+  let b: TestApp;
+  let portA: number;
+  let alice: TestUser;
+  const applies = testAppliesFeature();
+
+  beforeAll(async () => {
+    db = await freshStorage();
+    const env = { REDIS_URL };
+    a = await makeTestApp({
+      storage: db.storage,
+      env,
+      features: [applies, testBoardsFeature(), realtimeFeature],
+    });
+    b = await makeTestApp({
+      storage: db.storage,
+      env,
+      features: [applies, testBoardsFeature(), realtimeFeature],
+    });
+    await a.app.listen({ port: 0, host: '127.0.0.1' });
+    portA = (a.app.server.address() as AddressInfo).port;
+    alice = await makeUser(b.app);
+    applies.applies.set('ra', { applyId: 'ra', deviceId: 'board-r', userId: alice.id, leaseId: 'lr' });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await db?.storage.close();
+    await db?.drop();
+  });
+
+  it('uses PostgreSQL and the Redis bus on both instances', () => {
+    expect(a.app.storage.kind).toBe('postgres');
+    expect(a.app.bus.kind).toBe('redis');
+    expect(b.app.bus.kind).toBe('redis');
+    expect(a.app.bus.instanceId).not.toBe(b.app.bus.instanceId);
+  });
+
+  it('lets a browser on instance A drive a shell opened through instance B', async () => {
+    const shellId = await openShell(b.app, alice, 'ra');
+    expect(b.app.shells.stats(shellId)).toHaveLength(1);
+    expect(a.app.shells.stats(shellId)).toHaveLength(0);
+    const c = await connectStomp(portA, { token: alice.token, applyId: 'ra' });
+    const f = await ShellFollower.subscribe(c, shellId, { offset: 0 });
+    c.sendFrame(
+      'SEND',
+      { destination: Destinations.shellResize(shellId) },
+      JSON.stringify({ cols: 90, rows: 20 }),
+    );
+    f.input('stty -echo; stty size; echo BEGIN""MARK; seq 1 50000; echo END""MARK\n');
+    await f.until((s) => s.includes('ENDMARK'), 30_000);
+    const text = f.text;
+    expect(text).toContain('20 90');
+    const numbers = text
+      .slice(text.indexOf('BEGINMARK\r\n') + 11, text.indexOf('ENDMARK'))
+      .split('\r\n')
+      .filter(Boolean)
+      .map(Number);
+    expect(numbers).toEqual(Array.from({ length: 50_000 }, (_, i) => i + 1));
+    // Acknowledgements crossed back to B: its flow control sees what A's client processed.
+    f.pump();
+    f.ack();
+    const deadline = Date.now() + 5000;
+    while (b.app.shells.stats(shellId)[0].acked < f.next && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(b.app.shells.stats(shellId)[0].acked).toBe(f.next);
+
+    // Notifications published on B reach the user's tab on A.
+    c.sendFrame('SUBSCRIBE', { id: 'n', destination: Destinations.userNotifications, receipt: 'rn' });
+    await c.waitFor((x) => x.headers['receipt-id'] === 'rn');
+    b.app.realtime.publishToUser(alice.id, { kind: 'lease.expiring', data: { minutes: 5 } });
+    const note = await c.waitFor((x) => x.headers.subscription === 'n' && x.command === 'MESSAGE');
+    expect(JSON.parse(bodyText(note))).toMatchObject({ kind: 'lease.expiring' });
+
+    // The apply ends, noticed on A: B's shell is cut and A's pane told why.
+    await a.app.shells.closeForApply('ra', 'lease.expired');
+    const closed = await c.waitFor((x) => x.headers.subscription === f.subId && x.headers.event === 'closed');
+    expect(closed.headers.reason).toBe('lease.expired');
+    expect(b.app.shells.stats(shellId)[0].ended).toBe('lease.expired');
+    c.close();
+  });
+
+  it('refuses on A a shell that exists nowhere', async () => {
+    const c = await connectStomp(portA, { token: alice.token, applyId: 'ra' });
+    c.sendFrame('SUBSCRIBE', {
+      id: 'ghost',
+      destination: Destinations.shellOutput('no-such-shell'),
+      receipt: 'g',
+    });
+    await c.waitFor((x) => x.headers['receipt-id'] === 'g', 15_000);
+    expect(c.frames.find((x) => x.headers.subscription === 'ghost')?.headers.event).toBe('refused');
+    c.close();
+  });
+});
