@@ -38,6 +38,8 @@ const BY_DRIVER_KEY: Record<string, (msg: string) => AppError> = {
   'path.is_a_directory': (m) => badRequest(m, FileErrorKey.isDir),
   'path.not_empty': (m) => conflict(m, FileErrorKey.notEmpty),
   'path.permission_denied': (m) => new AppError(403, ResultCode.Forbidden, FileErrorKey.permission, m),
+  'path.denied': (m) => new AppError(403, ResultCode.Forbidden, FileErrorKey.permission, m),
+  'path.no_space': () => noSpace(),
   'file.too_large': (m) => new AppError(413, ResultCode.PayloadTooLarge, FileErrorKey.tooLarge, m),
   'file.no_space': () => noSpace(),
   'capability.unsupported': (m) =>
@@ -143,10 +145,13 @@ export class FileService {
     if (st.type === 'dir') throw badRequest('This is a folder, not a file', FileErrorKey.isDir);
     const meta = { path, size: st.size, mtimeMs: st.mtimeMs, mode: st.mode };
     if (st.size > EDITOR_MAX_BYTES) return { kind: 'tooLarge', ...meta, limit: EDITOR_MAX_BYTES };
-    const buf = await guarded(() => this.driver.files.read(path, EDITOR_MAX_BYTES + 1));
-    // The file may have grown between stat and read.
-    if (buf.length > EDITOR_MAX_BYTES)
-      return { kind: 'tooLarge', ...meta, size: buf.length, limit: EDITOR_MAX_BYTES };
+    // The file may have grown since stat (or be a symlink whose own size was stat'ed): drivers refuse
+    // past maxBytes, and an answer longer than asked is treated the same.
+    const buf = await guarded(() => this.driver.files.read(path, EDITOR_MAX_BYTES)).catch((err) => {
+      if (err instanceof AppError && err.key === FileErrorKey.tooLarge) return null;
+      throw err;
+    });
+    if (!buf || buf.length > EDITOR_MAX_BYTES) return { kind: 'tooLarge', ...meta, limit: EDITOR_MAX_BYTES };
     const hash = sha256(buf);
     const decoded = decodeText(buf, wanted);
     if (decoded.kind === 'binary') return { kind: 'binary', ...meta, size: buf.length, hash };
@@ -189,7 +194,8 @@ export class FileService {
         if (current.type === 'dir') throw badRequest('This is a folder, not a file', FileErrorKey.isDir);
         const changed =
           current.size > EDITOR_MAX_BYTES ||
-          sha256(await guarded(() => this.driver.files.read(path, EDITOR_MAX_BYTES + 1))) !== expectedHash;
+          sha256(await guarded(() => this.driver.files.read(path, Math.max(current.size, EDITOR_MAX_BYTES) * 2))) !==
+            expectedHash;
         if (changed)
           throw conflict('The file changed on the board since it was opened', FileErrorKey.changed);
       }

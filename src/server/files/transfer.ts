@@ -215,6 +215,20 @@ export async function sendDownload(
     reply.header('content-length', String(st.size));
     reply.header('content-disposition', attachmentHeader(name));
     pipeline(src, exactly(st.size), out).catch(() => {});
+  } else if (st.type === 'symlink') {
+    // The driver follows the link inside the board; its target's size is unknown here, so no length.
+    const src = await driver.files.createReadStream(path).catch(async (err) => {
+      const e = asAppError(err);
+      if (!(e instanceof AppError) || e.key !== FileErrorKey.isDir) throw e;
+      return null;
+    });
+    if (src) {
+      reply.header('content-disposition', attachmentHeader(name));
+      pipeline(src, out).catch(() => {});
+    } else {
+      reply.header('content-disposition', attachmentHeader(`${name}.tar`));
+      pipeline(packFolder(driver, { ...st, type: 'dir' }, name), out).catch(() => {});
+    }
   } else {
     throw badRequest('Only files and folders can be downloaded', FileErrorKey.invalid);
   }

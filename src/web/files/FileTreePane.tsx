@@ -1,0 +1,683 @@
+// The file tree of the board of an apply: folders expand lazily, the keyboard moves through it
+// (arrows, Enter, F2 rename, Delete, Backspace for the parent folder), columns show size, time and
+// mode. Files dropped on the pane (or picked) upload into the folder under the pointer or the selected
+// one. The transfers of this apply are listed at the bottom of the pane.
+import { type DragEvent, type KeyboardEvent, useEffect, useMemo, useRef, useState } from 'react';
+import { useTranslation } from 'react-i18next';
+import { useSnapshot } from 'valtio';
+import { type FileEntryDto, fileName, isProtectedPath, normalizeBoardPath, parentOf } from '#shared/files.ts';
+import { Icon } from '#web/components/icons.tsx';
+import { Modal } from '#web/components/Modal.tsx';
+import { Button, cx, IconButton, Input, Spinner } from '#web/components/ui.tsx';
+import { notify } from '#web/state/notices.ts';
+import { registerTreeCommands } from './commands.ts';
+import { formatSize, formatTime, modeString } from './format.ts';
+import {
+  createFile,
+  createFolder,
+  dataOf,
+  download,
+  errorText,
+  loadFolder,
+  openFile,
+  refreshTree,
+  removeEntry,
+  renameEntry,
+  select,
+  setRoot,
+  toggleFolder,
+  treeOf,
+  uploadAll,
+} from './state.ts';
+import { TransferList } from './TransferList.tsx';
+import { focusTargets, pickers, uiOf } from './ui.ts';
+
+export interface FileTreePaneProps {
+  /** The caller's apply: every call acts on its board. */
+  applyId: string;
+  /** The board of the apply (downloads name it). */
+  deviceId: string;
+  /** The folder shown first; default `/`. */
+  initialPath?: string;
+  className?: string;
+}
+
+interface Row {
+  key: string;
+  depth: number;
+  entry?: FileEntryDto;
+  /** A placeholder row under a folder that is loading or failed to load. */
+  note?: { kind: 'loading' | 'failed' | 'empty'; text?: string; folder: string };
+}
+
+const expandable = (e: FileEntryDto) => e.type === 'dir' || e.type === 'symlink';
+
+export function FileTreePane({ applyId, deviceId, initialPath = '/', className }: FileTreePaneProps) {
+  const { t, i18n } = useTranslation('files');
+  const store = useMemo(() => treeOf(applyId), [applyId]);
+  const ui = useMemo(() => uiOf(applyId), [applyId]);
+  const tree = useSnapshot(store);
+  const uiSnap = useSnapshot(ui);
+  const treeRef = useRef<HTMLDivElement>(null);
+  const pickerRef = useRef<HTMLInputElement>(null);
+  const [dropFolder, setDropFolder] = useState<string | null>(null);
+  const domId = `files-${applyId}`;
+
+  useEffect(() => {
+    if (!store.folders[store.root]) setRoot(applyId, store.root === '/' ? initialPath : store.root);
+  }, [applyId, initialPath, store]);
+
+  useEffect(() => {
+    const input = pickerRef.current;
+    if (input) pickers.set(applyId, input);
+    focusTargets.set(`tree:${applyId}`, () => treeRef.current?.focus());
+    const off = registerTreeCommands(applyId, deviceId);
+    return () => {
+      if (pickers.get(applyId) === input) pickers.delete(applyId);
+      focusTargets.delete(`tree:${applyId}`);
+      off();
+    };
+  }, [applyId, deviceId]);
+
+  const rows = useMemo(() => {
+    const out: Row[] = [];
+    const walk = (folder: string, depth: number) => {
+      const load = tree.folders[folder];
+      const entries = dataOf(load) as FileEntryDto[] | undefined;
+      if (load?.status === 'failed' && !entries) {
+        out.push({ key: `${folder}#failed`, depth, note: { kind: 'failed', text: load.error, folder } });
+        return;
+      }
+      if (!entries) {
+        out.push({ key: `${folder}#loading`, depth, note: { kind: 'loading', folder } });
+        return;
+      }
+      if (!entries.length && depth > 0)
+        out.push({ key: `${folder}#empty`, depth, note: { kind: 'empty', folder } });
+      for (const entry of entries) {
+        out.push({ key: entry.path, depth, entry });
+        if (expandable(entry) && tree.expanded[entry.path]) walk(entry.path, depth + 1);
+      }
+    };
+    walk(tree.root, 0);
+    return out;
+  }, [tree.folders, tree.expanded, tree.root]);
+
+  const entryRows = rows.filter((r) => r.entry);
+  const selectedIndex = entryRows.findIndex((r) => r.entry?.path === tree.selected);
+  const selected = selectedIndex >= 0 ? (entryRows[selectedIndex].entry as FileEntryDto) : null;
+
+  useEffect(() => {
+    if (!tree.selected) return;
+    document.getElementById(rowId(domId, tree.selected))?.scrollIntoView({ block: 'nearest' });
+  }, [tree.selected, domId]);
+
+  const activate = async (entry: FileEntryDto) => {
+    if (entry.type === 'dir') return toggleFolder(applyId, entry.path);
+    if (entry.type === 'symlink') {
+      // A link may name a folder or a file; listing tells which.
+      await loadFolder(applyId, entry.path);
+      if (store.folders[entry.path]?.status === 'ok') return toggleFolder(applyId, entry.path, true);
+      delete store.folders[entry.path];
+    }
+    await openFile(applyId, entry.path);
+    focusTargets.get(`editor:${applyId}`)?.();
+  };
+
+  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
+    if (uiSnap.renaming || (e.target as HTMLElement).tagName === 'INPUT') return;
+    const move = (i: number) => {
+      const r = entryRows[Math.max(0, Math.min(entryRows.length - 1, i))];
+      if (r?.entry) select(applyId, r.entry.path);
+    };
+    switch (e.key) {
+      case 'ArrowDown':
+        move(selectedIndex + 1);
+        break;
+      case 'ArrowUp':
+        move(selectedIndex < 0 ? entryRows.length - 1 : selectedIndex - 1);
+        break;
+      case 'Home':
+        move(0);
+        break;
+      case 'End':
+        move(entryRows.length - 1);
+        break;
+      case 'ArrowRight':
+        if (selected && expandable(selected)) {
+          if (!tree.expanded[selected.path]) toggleFolder(applyId, selected.path, true);
+          else move(selectedIndex + 1);
+        }
+        break;
+      case 'ArrowLeft':
+        if (selected && expandable(selected) && tree.expanded[selected.path])
+          toggleFolder(applyId, selected.path, false);
+        else if (selected && parentOf(selected.path) !== tree.root) select(applyId, parentOf(selected.path));
+        break;
+      case 'Enter':
+        if (selected) void activate(selected);
+        break;
+      case 'F2':
+        if (selected) ui.renaming = selected.path;
+        break;
+      case 'Delete':
+        if (selected) ui.dialog = { kind: 'delete', entry: { ...selected }, step: 1 };
+        break;
+      case 'Backspace':
+        if (tree.root !== '/') setRoot(applyId, parentOf(tree.root));
+        break;
+      default:
+        if (e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey) {
+          // Type-ahead: the next entry whose name starts with the letter.
+          const k = e.key.toLowerCase();
+          const n = entryRows.length;
+          for (let step = 1; step <= n; step++) {
+            const r = entryRows[(selectedIndex + step + n) % n];
+            if (r.entry?.name.toLowerCase().startsWith(k)) {
+              select(applyId, r.entry.path);
+              break;
+            }
+          }
+          break;
+        }
+        return;
+    }
+    e.preventDefault();
+  };
+
+  const onDrop = (e: DragEvent, folder: string) => {
+    e.preventDefault();
+    e.stopPropagation();
+    setDropFolder(null);
+    const files = Array.from(e.dataTransfer.files);
+    if (files.length) void uploadAll(applyId, folder, files);
+  };
+  const hasFiles = (e: DragEvent) => Array.from(e.dataTransfer.types).includes('Files');
+  const folderOfRow = (entry?: FileEntryDto) =>
+    entry ? (entry.type === 'dir' ? entry.path : parentOf(entry.path)) : tree.root;
+
+  const lng = i18n.language;
+  const busy = tree.folders[tree.root]?.status === 'loading';
+
+  return (
+    <section
+      className={cx(
+        '@container flex h-full min-h-0 flex-col bg-white text-[13px] dark:bg-zinc-950',
+        className,
+      )}
+      aria-label={t('tree.title')}
+      data-testid="file-tree-pane"
+      onDragOver={(e) => {
+        if (!hasFiles(e)) return;
+        e.preventDefault();
+        if (!dropFolder) setDropFolder(tree.root);
+      }}
+      onDragLeave={(e) => {
+        if (!e.currentTarget.contains(e.relatedTarget as Node | null)) setDropFolder(null);
+      }}
+      onDrop={(e) => onDrop(e, dropFolder ?? tree.root)}
+    >
+      <div className="flex items-center gap-1 border-b border-zinc-200 px-2 py-1 dark:border-zinc-800">
+        <IconButton
+          icon="arrowLeft"
+          label={t('tree.up')}
+          size={14}
+          className="h-7 w-7"
+          disabled={tree.root === '/'}
+          onClick={() => setRoot(applyId, parentOf(tree.root))}
+        />
+        <button
+          type="button"
+          className="min-w-0 flex-1 truncate rounded px-1.5 py-0.5 text-left font-mono text-xs text-zinc-600 hover:bg-zinc-100 focus-ring dark:text-zinc-300 dark:hover:bg-zinc-800"
+          title={t('tree.goto')}
+          data-testid="file-tree-root"
+          onClick={() => (ui.dialog = { kind: 'goto' })}
+        >
+          {tree.root}
+        </button>
+        {busy ? <Spinner size={12} className="text-zinc-400" /> : null}
+        <IconButton
+          icon="refresh"
+          label={t('tree.refresh')}
+          size={14}
+          className="h-7 w-7"
+          onClick={() => void refreshTree(applyId)}
+        />
+        <IconButton
+          icon="upload"
+          label={t('tree.upload')}
+          size={14}
+          className="h-7 w-7"
+          onClick={() => pickerRef.current?.click()}
+          data-testid="file-upload-button"
+        />
+        <ToolbarText
+          label={t('tree.newFile')}
+          onClick={() => (ui.dialog = { kind: 'newFile', folder: folderOfRow(selected ?? undefined) })}
+        >
+          +F
+        </ToolbarText>
+        <ToolbarText
+          label={t('tree.newFolder')}
+          onClick={() => (ui.dialog = { kind: 'newFolder', folder: folderOfRow(selected ?? undefined) })}
+        >
+          +D
+        </ToolbarText>
+        <IconButton
+          icon="arrowRight"
+          label={t('tree.download')}
+          size={14}
+          className="h-7 w-7 rotate-90"
+          disabled={!selected}
+          onClick={() => selected && void download(deviceId, selected)}
+          data-testid="file-download-button"
+        />
+        <input
+          ref={pickerRef}
+          type="file"
+          multiple
+          hidden
+          data-testid="file-upload-input"
+          onChange={(e) => {
+            const files = Array.from(e.target.files ?? []);
+            e.target.value = '';
+            if (files.length) void uploadAll(applyId, folderOfRow(selected ?? undefined), files);
+          }}
+        />
+      </div>
+
+      <div className="grid grid-cols-[minmax(0,1fr)_4.5rem] gap-2 border-b border-zinc-100 px-2 py-1 text-[11px] font-medium tracking-wide text-zinc-400 uppercase @md:grid-cols-[minmax(0,1fr)_4.5rem_8rem_5.5rem] dark:border-zinc-900">
+        <span>{t('tree.columns.name')}</span>
+        <span className="text-right">{t('tree.columns.size')}</span>
+        <span className="hidden @md:block">{t('tree.columns.modified')}</span>
+        <span className="hidden @md:block">{t('tree.columns.mode')}</span>
+      </div>
+
+      <div
+        ref={treeRef}
+        role="tree"
+        tabIndex={0}
+        aria-label={t('tree.title')}
+        aria-activedescendant={tree.selected && selected ? rowId(domId, tree.selected) : undefined}
+        onKeyDown={onKeyDown}
+        onFocus={() => {
+          if (!tree.selected && entryRows[0]?.entry) select(applyId, entryRows[0].entry.path);
+        }}
+        className={cx(
+          'min-h-0 flex-1 overflow-auto py-0.5 outline-none focus-visible:ring-2 focus-visible:ring-sky-500/40 focus-visible:ring-inset',
+          dropFolder === tree.root && 'bg-sky-50 dark:bg-sky-950/30',
+        )}
+        data-testid="file-tree"
+      >
+        {rows.map((row) =>
+          row.entry ? (
+            <TreeRow
+              key={row.key}
+              id={rowId(domId, row.entry.path)}
+              entry={row.entry}
+              depth={row.depth}
+              lng={lng}
+              expanded={!!tree.expanded[row.entry.path]}
+              selected={tree.selected === row.entry.path}
+              dropTarget={dropFolder === row.entry.path}
+              renaming={uiSnap.renaming === row.entry.path}
+              onSelect={() => select(applyId, (row.entry as FileEntryDto).path)}
+              onActivate={() => void activate(row.entry as FileEntryDto)}
+              onToggle={() => toggleFolder(applyId, (row.entry as FileEntryDto).path)}
+              onDragOver={(e) => {
+                if (!hasFiles(e)) return;
+                e.preventDefault();
+                e.stopPropagation();
+                setDropFolder(folderOfRow(row.entry));
+              }}
+              onDrop={(e) => onDrop(e, folderOfRow(row.entry))}
+              onRename={async (name) => {
+                ui.renaming = null;
+                const entry = row.entry as FileEntryDto;
+                if (name === entry.name) return;
+                const parsed = fileName.safeParse(name);
+                if (!parsed.success) return notify('error', t('errors.path.invalid'));
+                try {
+                  await renameEntry(applyId, entry.path, name);
+                } catch (err) {
+                  notify('error', errorText(err));
+                }
+                treeRef.current?.focus();
+              }}
+              onCancelRename={() => {
+                ui.renaming = null;
+                treeRef.current?.focus();
+              }}
+            />
+          ) : (
+            <div
+              key={row.key}
+              role="none"
+              className={cx(
+                'flex items-center gap-2 py-0.5 pr-2 text-xs',
+                row.note?.kind === 'failed' ? 'text-red-600 dark:text-red-400' : 'text-zinc-400',
+              )}
+              style={{ paddingLeft: 8 + row.depth * 14 + 18 }}
+            >
+              {row.note?.kind === 'loading' ? <Spinner size={11} /> : null}
+              <span className="truncate">
+                {row.note?.kind === 'loading'
+                  ? t('tree.loading')
+                  : row.note?.kind === 'empty'
+                    ? t('tree.empty')
+                    : row.note?.text}
+              </span>
+              {row.note?.kind === 'failed' ? (
+                <button
+                  type="button"
+                  className="underline"
+                  onClick={() => void loadFolder(applyId, row.note?.folder ?? '/')}
+                >
+                  {t('tree.retry')}
+                </button>
+              ) : null}
+            </div>
+          ),
+        )}
+      </div>
+
+      <TransferList className="border-t border-zinc-200 dark:border-zinc-800" compact />
+      <TreeDialogs applyId={applyId} />
+    </section>
+  );
+}
+
+function rowId(domId: string, path: string): string {
+  return `${domId}-${encodeURIComponent(path)}`;
+}
+
+function ToolbarText({ label, onClick, children }: { label: string; onClick: () => void; children: string }) {
+  return (
+    <button
+      type="button"
+      aria-label={label}
+      title={label}
+      onClick={onClick}
+      className="inline-flex h-7 min-w-7 items-center justify-center rounded-md px-1 font-mono text-[11px] font-semibold text-zinc-500 hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100"
+    >
+      {children}
+    </button>
+  );
+}
+
+function EntryIcon({ entry, expanded }: { entry: FileEntryDto; expanded: boolean }) {
+  if (entry.type === 'dir') {
+    return (
+      <svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true" className="shrink-0 text-sky-500">
+        <path
+          d={expanded ? 'M3 7h6l2 2h10v2H7l-3 8H3zM7 11h15l-3 8H4z' : 'M3 6h6l2 2h10v11H3z'}
+          fill="currentColor"
+          fillOpacity={0.85}
+        />
+      </svg>
+    );
+  }
+  return (
+    <svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true" className="shrink-0 text-zinc-400">
+      <path d="M6 3h8l4 4v14H6zM14 3v4h4" fill="none" stroke="currentColor" strokeWidth="1.75" />
+      {entry.type === 'symlink' ? (
+        <path d="M9 16l4-4M10 12h3v3" fill="none" stroke="currentColor" strokeWidth="1.75" />
+      ) : null}
+    </svg>
+  );
+}
+
+function TreeRow(props: {
+  id: string;
+  entry: FileEntryDto;
+  depth: number;
+  lng: string;
+  expanded: boolean;
+  selected: boolean;
+  dropTarget: boolean;
+  renaming: boolean;
+  onSelect: () => void;
+  onActivate: () => void;
+  onToggle: () => void;
+  onDragOver: (e: DragEvent) => void;
+  onDrop: (e: DragEvent) => void;
+  onRename: (name: string) => void;
+  onCancelRename: () => void;
+}) {
+  const { entry, depth, lng, expanded, selected } = props;
+  const canExpand = expandable(entry);
+  return (
+    // biome-ignore lint/a11y/useFocusableInteractive: the tree container holds focus (aria-activedescendant)
+    // biome-ignore lint/a11y/useKeyWithClickEvents: the tree container handles the keys of every row
+    <div
+      id={props.id}
+      role="treeitem"
+      aria-level={depth + 1}
+      aria-selected={selected}
+      aria-expanded={canExpand ? expanded : undefined}
+      data-path={entry.path}
+      data-type={entry.type}
+      onClick={props.onSelect}
+      onDoubleClick={props.onActivate}
+      onDragOver={props.onDragOver}
+      onDrop={props.onDrop}
+      className={cx(
+        'grid cursor-default grid-cols-[minmax(0,1fr)_4.5rem] items-center gap-2 py-[3px] pr-2 select-none @md:grid-cols-[minmax(0,1fr)_4.5rem_8rem_5.5rem]',
+        selected
+          ? 'bg-sky-100 text-zinc-900 dark:bg-sky-900/40 dark:text-zinc-50'
+          : 'hover:bg-zinc-50 dark:hover:bg-zinc-900',
+        props.dropTarget && 'ring-2 ring-sky-400 ring-inset',
+      )}
+    >
+      <span className="flex min-w-0 items-center gap-1" style={{ paddingLeft: 4 + depth * 14 }}>
+        {canExpand ? (
+          <button
+            type="button"
+            tabIndex={-1}
+            aria-hidden="true"
+            className="inline-flex h-4 w-4 shrink-0 items-center justify-center text-zinc-400"
+            onClick={(e) => {
+              e.stopPropagation();
+              props.onToggle();
+            }}
+          >
+            <Icon name={expanded ? 'chevronDown' : 'chevronRight'} size={12} />
+          </button>
+        ) : (
+          <span className="w-4 shrink-0" />
+        )}
+        <EntryIcon entry={entry} expanded={expanded} />
+        {props.renaming ? (
+          <RenameInput name={entry.name} onDone={props.onRename} onCancel={props.onCancelRename} />
+        ) : (
+          <span className="truncate" title={entry.path}>
+            {entry.name}
+          </span>
+        )}
+      </span>
+      <span className="text-right font-mono text-[11px] text-zinc-500 tabular-nums">
+        {entry.type === 'file' ? formatSize(entry.size, lng) : ''}
+      </span>
+      <span className="hidden truncate text-[11px] text-zinc-500 tabular-nums @md:block">
+        {formatTime(entry.mtimeMs, lng)}
+      </span>
+      <span className="hidden font-mono text-[11px] text-zinc-500 @md:block">
+        {modeString(entry.mode, entry.type)}
+      </span>
+    </div>
+  );
+}
+
+function RenameInput({
+  name,
+  onDone,
+  onCancel,
+}: {
+  name: string;
+  onDone: (n: string) => void;
+  onCancel: () => void;
+}) {
+  const ref = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    el.focus();
+    const dot = name.lastIndexOf('.');
+    el.setSelectionRange(0, dot > 0 ? dot : name.length);
+  }, [name]);
+  return (
+    <input
+      ref={ref}
+      defaultValue={name}
+      aria-label={name}
+      data-testid="file-rename-input"
+      className="h-5 min-w-0 flex-1 rounded border border-sky-400 bg-white px-1 text-[13px] outline-none dark:bg-zinc-900"
+      onClick={(e) => e.stopPropagation()}
+      onKeyDown={(e) => {
+        e.stopPropagation();
+        if (e.key === 'Enter') onDone(e.currentTarget.value.trim());
+        if (e.key === 'Escape') onCancel();
+      }}
+      onBlur={onCancel}
+    />
+  );
+}
+
+function TreeDialogs({ applyId }: { applyId: string }) {
+  const { t } = useTranslation('files');
+  const ui = uiOf(applyId);
+  const snap = useSnapshot(ui);
+  const [value, setValue] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const dialog = snap.dialog;
+
+  useEffect(() => {
+    setError(null);
+    setBusy(false);
+    setValue(dialog?.kind === 'goto' ? treeOf(applyId).root : '');
+  }, [dialog, applyId]);
+
+  const close = () => {
+    ui.dialog = null;
+  };
+
+  const run = async (fn: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+      close();
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!dialog) return null;
+
+  if (dialog.kind === 'delete') {
+    const { entry, step } = dialog;
+    const isDir = entry.type === 'dir';
+    const protectedPath = isProtectedPath(entry.path);
+    const confirmDelete = () => {
+      if (protectedPath && step === 1) {
+        ui.dialog = { kind: 'delete', entry, step: 2 };
+        return;
+      }
+      void run(() => removeEntry(applyId, entry, protectedPath ? entry.path : undefined));
+    };
+    return (
+      <Modal
+        open
+        onClose={close}
+        role="alertdialog"
+        testId="file-delete-dialog"
+        title={step === 1 ? t('delete.title') : t('delete.againTitle')}
+        closeLabel={t('dialog.cancel')}
+        footer={
+          <>
+            <Button onClick={close}>{t('dialog.cancel')}</Button>
+            <Button variant="danger" loading={busy} onClick={confirmDelete} data-testid="file-delete-confirm">
+              {step === 1 ? t('delete.confirm') : t('delete.confirmAgain')}
+            </Button>
+          </>
+        }
+      >
+        <p>
+          {step === 1
+            ? t(isDir ? 'delete.folderBody' : 'delete.fileBody', { path: entry.path })
+            : t('delete.againBody', { path: entry.path })}
+        </p>
+        <p className="mt-2 break-all rounded bg-zinc-100 px-2 py-1 font-mono text-xs dark:bg-zinc-800">
+          {entry.path}
+        </p>
+        {error ? <p className="mt-2 text-red-600 dark:text-red-400">{error}</p> : null}
+      </Modal>
+    );
+  }
+
+  const titleKey =
+    dialog.kind === 'newFile'
+      ? 'create.fileTitle'
+      : dialog.kind === 'newFolder'
+        ? 'create.folderTitle'
+        : 'goto.title';
+  const submit = () => {
+    const v = value.trim();
+    if (dialog.kind === 'goto') {
+      const p = normalizeBoardPath(v || '/');
+      if (!p) return setError(t('errors.path.outside_root'));
+      return void run(async () => {
+        setRoot(applyId, p);
+      });
+    }
+    const parsed = fileName.safeParse(v);
+    if (!parsed.success) return setError(t('create.invalidName'));
+    const folder = dialog.folder;
+    if (dialog.kind === 'newFolder')
+      return void run(async () => void (await createFolder(applyId, folder, v)));
+    void run(async () => {
+      const path = await createFile(applyId, folder, v);
+      await openFile(applyId, path);
+    });
+  };
+  return (
+    <Modal
+      open
+      onClose={close}
+      title={t(titleKey)}
+      testId="file-name-dialog"
+      closeLabel={t('dialog.cancel')}
+      footer={
+        <>
+          <Button onClick={close}>{t('dialog.cancel')}</Button>
+          <Button variant="primary" loading={busy} onClick={submit} data-testid="file-name-confirm">
+            {dialog.kind === 'goto' ? t('goto.confirm') : t('create.confirm')}
+          </Button>
+        </>
+      }
+    >
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          submit();
+        }}
+      >
+        {dialog.kind !== 'goto' ? (
+          <p className="mb-2 text-xs text-zinc-500">{t('create.inFolder', { folder: dialog.folder })}</p>
+        ) : null}
+        <Input
+          autoFocus
+          value={value}
+          onChange={(e) => setValue(e.target.value)}
+          aria-label={t(titleKey)}
+          data-testid="file-name-input"
+          placeholder={dialog.kind === 'goto' ? '/home' : t('create.placeholder')}
+        />
+        {error ? <p className="mt-2 text-red-600 dark:text-red-400">{error}</p> : null}
+      </form>
+    </Modal>
+  );
+}
