@@ -29,6 +29,12 @@ const configSchema = z.object({
   BIANBU_BODY_LIMIT: z.coerce.number().int().min(1024).default(1_048_576),
   BIANBU_LAB_FILE: z.string().optional(),
   BIANBU_ALLOW_UNSANDBOXED: bool.default(false),
+  /** Host directory of board plugin executables (default <data dir>/plugins). */
+  BIANBU_PLUGINS_DIR: z.string().min(1).optional(),
+  BIANBU_PROBE_INTERVAL_MS: z.coerce.number().int().min(200).max(600_000).default(5_000),
+  BIANBU_METRICS_INTERVAL_MS: z.coerce.number().int().min(200).max(600_000).default(5_000),
+  /** Metrics samples are kept at least 24 hours. */
+  BIANBU_METRICS_RETENTION_HOURS: z.coerce.number().min(24, 'must be at least 24').default(24),
   BIANBU_SINGLE_SESSION: bool.default(false),
   BIANBU_TOKEN_TTL_HOURS: z.coerce.number().positive().default(24 * 7),
   XPACK_ENABLED: bool.default(false),

@@ -2,7 +2,8 @@
 import type { Feature } from './feature.ts';
 import { realtimeFeature } from './realtime/realtime.feature.ts';
 import { systemFeature } from './system/system.routes.ts';
+import { boardsFeature } from './boards/boards.routes.ts';
 import { leasesFeature } from './leases/leases.routes.ts';
 import { filesFeature } from './files/files.routes.ts';
 
-export const features: Feature[] = [systemFeature, leasesFeature, filesFeature, realtimeFeature];
+export const features: Feature[] = [systemFeature, boardsFeature, leasesFeature, filesFeature, realtimeFeature];

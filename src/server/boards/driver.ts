@@ -104,8 +104,14 @@ export interface BoardDriver {
 
   sampleMetrics(): Promise<MetricsSample>;
   powerReset(): Promise<void>;
+  /** `image` is a host path to a tar or tar.gz archive of a root file system. */
   flash(image: string, onProgress: (p: FlashProgress) => void): Promise<void>;
+  /**
+   * Puts the board back to its default image (lease expiry): local boards get a fresh default root,
+   * ssh boards run their configured reimage command. Processes end; the board boots again.
+   */
+  restoreDefault(): Promise<void>;
   callPlugin(topic: string, data: string, nodeId: string): Promise<string>;
-  /** A TCP stream to a port of the board (VNC 5900, code-server 8080). */
-  connectPort?(port: number): Promise<import('node:stream').Duplex>;
+  /** A TCP stream to a port of the board (VNC 5900, code-server 8080); capability `vnc` / `codeServer`. */
+  connectPort(port: number): Promise<import('node:stream').Duplex>;
 }

@@ -1,0 +1,576 @@
+// The board lab (`app.boards`). Lifecycle: `start()` applies the lab file (or creates the default
+// local lab on first start), starts one driver per board in service, then runs the health prober,
+// the metrics sampler and the metrics pruner; `stop()` ends them and every driver. Board state lives in
+// storage; every change is written to board_events and emitted on `events` ('state').
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import {
+  type AdminBoardDto,
+  type BoardDeclaration,
+  type BoardDto,
+  BoardErrorKey,
+  BoardState,
+  type DriverKind,
+  localDriverOptions,
+  sshDriverOptions,
+} from '#shared/boards.ts';
+import { ResultCode } from '#shared/codes.ts';
+import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
+import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
+import { defaultLab, readLabFile } from './labfile.ts';
+import { findBwrap, LocalDriver } from './local/local-driver.ts';
+import { SshDriver } from './ssh/ssh-driver.ts';
+
+export interface BoardRow {
+  id: string;
+  name: string;
+  model: string;
+  attributes: Record<string, string | number | boolean>;
+  driver: DriverKind;
+  driver_options: Record<string, unknown>;
+  source: 'default' | 'lab' | 'admin';
+  state: BoardState;
+  state_reason: string | null;
+  state_changed_at: Date | string;
+  retired_at: Date | string | null;
+  last_seen_at: Date | string | null;
+  consecutive_failures: number;
+  last_error: string | null;
+}
+
+export interface StateChange {
+  boardId: string;
+  from: BoardState | null;
+  to: BoardState;
+  reason: string;
+  at: string;
+}
+
+/** Failures in a row after which a board is marked offline. */
+export const OFFLINE_AFTER_FAILURES = 3;
+const SECRET_KEYS = new Set(['password', 'privateKey', 'passphrase']);
+/** States in which the driver is busy with the board; probes and samples leave it alone. */
+const BUSY_STATES: ReadonlySet<string> = new Set([BoardState.flashing, BoardState.resetting]);
+
+const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
+
+export function toBoardDto(r: BoardRow): BoardDto {
+  return { deviceId: r.id, name: r.name, model: r.model, attributes: r.attributes ?? {}, state: r.state, driver: r.driver };
+}
+
+export function redactOptions(options: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(options ?? {}).map(([k, v]) => [k, SECRET_KEYS.has(k) ? v != null && v !== '' : v]));
+}
+
+/** Runs `fn` over `items` with at most `limit` at a time. */
+async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      await fn(item).catch(() => {});
+    }
+  });
+  await Promise.all(workers);
+}
+
+export class BoardLab {
+  /** 'state' (StateChange): board state changes, for the realtime channel. */
+  readonly events = new EventEmitter();
+  private readonly drivers = new Map<string, BoardDriver>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly health = new Map<string, { failures: number; lastSeenWrite: number }>();
+  private probing = false;
+  private sampling = false;
+  private stopped = false;
+  /** False when bubblewrap is missing and unsandboxed boards were not allowed: local boards stay down. */
+  readonly localBoardsRun: boolean;
+  readonly pluginsDir: string;
+
+  constructor(private readonly app: FastifyInstance) {
+    this.events.setMaxListeners(0);
+    const cfg = app.config;
+    this.localBoardsRun = Boolean(findBwrap()) || cfg.BIANBU_ALLOW_UNSANDBOXED;
+    this.pluginsDir = path.resolve(cfg.BIANBU_PLUGINS_DIR ?? path.join(cfg.dataDir, 'plugins'));
+  }
+
+  private get db() {
+    return this.app.storage;
+  }
+
+  // ---- start and stop -------------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    const cfg = this.app.config;
+    if (!findBwrap()) {
+      this.app.log.warn(
+        cfg.BIANBU_ALLOW_UNSANDBOXED
+          ? 'bubblewrap (bwrap) is missing: local boards run UNSANDBOXED as BIANBU_ALLOW_UNSANDBOXED asks'
+          : 'bubblewrap (bwrap) is missing: local boards are not run (install bubblewrap, or set BIANBU_ALLOW_UNSANDBOXED=1)',
+      );
+    }
+    await this.applyLab();
+    fs.mkdirSync(this.pluginsDir, { recursive: true });
+    // A board left flashing or resetting by a previous run is no longer busy.
+    for (const r of await this.rows({ includeRetired: false })) {
+      if (BUSY_STATES.has(r.state)) await this.setState(r.id, BoardState.idle, 'service restarted');
+    }
+    const rows = await this.rows({ includeRetired: false });
+    await eachLimited(rows, 8, (r) => this.startDriver(r));
+    this.timers.push(setInterval(() => void this.probeAll(), cfg.BIANBU_PROBE_INTERVAL_MS));
+    this.timers.push(setInterval(() => void this.sampleAll(), cfg.BIANBU_METRICS_INTERVAL_MS));
+    this.timers.push(setInterval(() => void this.pruneMetrics(), 10 * 60_000));
+    for (const t of this.timers) t.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await Promise.all([...this.drivers.values()].map((d) => d.stop().catch(() => {})));
+    this.drivers.clear();
+  }
+
+  /** Lab file → boards (upsert; boards the file no longer names are retired), or the default lab. */
+  private async applyLab(): Promise<void> {
+    const file = this.app.config.BIANBU_LAB_FILE;
+    if (file) {
+      const lab = readLabFile(file);
+      const ids = lab.boards.map((b) => b.id);
+      for (const b of lab.boards) await this.upsert(b, 'lab');
+      const gone = await this.db.query<{ id: string }>(
+        `select id from boards where retired_at is null and source in ('lab', 'default') and not (id = any($1::text[]))`,
+        [ids],
+      );
+      for (const g of gone) await this.retireRow(g.id, 'removed from the lab file');
+      this.app.log.info({ file, boards: ids.length, retired: gone.length }, 'lab file applied');
+      return;
+    }
+    const [{ n }] = await this.db.query<{ n: number }>('select count(*)::int as n from boards');
+    if (n === 0) {
+      for (const b of defaultLab()) await this.upsert(b, 'default');
+      this.app.log.info('created the default local lab of four boards');
+    }
+  }
+
+  private async upsert(b: BoardDeclaration, source: BoardRow['source']): Promise<void> {
+    const existing = await this.row(b.id);
+    await this.db.query(
+      `insert into boards (id, name, model, attributes, driver, driver_options, source)
+       values ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7)
+       on conflict (id) do update set name = excluded.name, model = excluded.model, attributes = excluded.attributes,
+         driver = excluded.driver, driver_options = excluded.driver_options, source = excluded.source,
+         retired_at = null, updated_at = now()`,
+      [b.id, b.name, b.model, JSON.stringify(b.attributes), b.driver, JSON.stringify(b.options), source],
+    );
+    if (!existing) await this.event(b.id, 'added', null, BoardState.idle, source);
+    else if (existing.retired_at) await this.event(b.id, 'restored', null, existing.state, source);
+  }
+
+  private driverFor(r: BoardRow): BoardDriver {
+    const log = (msg: string, extra?: Record<string, unknown>) => this.app.log.warn({ boardId: r.id, ...extra }, msg);
+    if (r.driver === 'local') {
+      const cores = typeof r.attributes.cores === 'number' ? r.attributes.cores : undefined;
+      return new LocalDriver({
+        boardId: r.id,
+        name: r.name,
+        model: r.model,
+        cores,
+        options: localDriverOptions.parse(r.driver_options ?? {}),
+        boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
+        pluginsDir: this.pluginsDir,
+        sandboxed: Boolean(findBwrap()),
+        log,
+      });
+    }
+    return new SshDriver({ boardId: r.id, name: r.name, options: sshDriverOptions.parse(r.driver_options), log });
+  }
+
+  private async startDriver(r: BoardRow): Promise<void> {
+    if (r.driver === 'local' && !this.localBoardsRun) {
+      await this.markHealth(r.id, false, BoardErrorKey.sandboxMissing);
+      if (r.state !== BoardState.offline && r.state !== BoardState.maintenance) {
+        await this.setState(r.id, BoardState.offline, 'bubblewrap is missing');
+      }
+      return;
+    }
+    let d: BoardDriver;
+    try {
+      d = this.driverFor(r);
+    } catch (err) {
+      await this.markHealth(r.id, false, (err as Error).message.slice(0, 200));
+      return;
+    }
+    this.drivers.set(r.id, d);
+    try {
+      await d.start();
+      await this.markHealth(r.id, true, null);
+    } catch (err) {
+      this.app.log.warn({ boardId: r.id, err: (err as Error).message }, 'board did not start');
+      await this.markHealth(r.id, false, err instanceof DriverError ? err.key : BoardErrorKey.driverFailed);
+    }
+  }
+
+  private async stopDriver(id: string): Promise<void> {
+    const d = this.drivers.get(id);
+    this.drivers.delete(id);
+    this.health.delete(id);
+    await d?.stop().catch(() => {});
+  }
+
+  // ---- lookups ------------------------------------------------------------------------------
+
+  async row(id: string): Promise<BoardRow | undefined> {
+    const [r] = await this.db.query<BoardRow>('select * from boards where id = $1', [id]);
+    return r;
+  }
+
+  async rows(opts: { state?: BoardState; includeRetired?: boolean } = {}): Promise<BoardRow[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (!opts.includeRetired) where.push('retired_at is null');
+    if (opts.state) {
+      params.push(opts.state);
+      where.push(`state = $${params.length}`);
+    }
+    return this.db.query<BoardRow>(
+      `select * from boards ${where.length ? `where ${where.join(' and ')}` : ''} order by name, id`,
+      params,
+    );
+  }
+
+  /** Boards in service as users see them. */
+  async list(opts: { state?: BoardState } = {}): Promise<BoardDto[]> {
+    return (await this.rows(opts)).map(toBoardDto);
+  }
+
+  /** One board in service, or undefined (retired boards are not answered). */
+  async get(id: string): Promise<BoardDto | undefined> {
+    const r = await this.row(id);
+    return r && !r.retired_at ? toBoardDto(r) : undefined;
+  }
+
+  adminDto(r: BoardRow): AdminBoardDto {
+    return {
+      ...toBoardDto(r),
+      source: r.source,
+      stateReason: r.state_reason,
+      stateChangedAt: iso(r.state_changed_at) as string,
+      retiredAt: iso(r.retired_at),
+      lastSeenAt: iso(r.last_seen_at),
+      consecutiveFailures: r.consecutive_failures,
+      lastError: r.last_error,
+      options: redactOptions(r.driver_options),
+      running: this.drivers.has(r.id),
+    };
+  }
+
+  /**
+   * The driver of a board in service. Unknown and retired boards answer "not found"; a board whose
+   * driver is not running (offline, or local boards without bubblewrap) answers `board.offline`.
+   */
+  driver(boardId: string): BoardDriver {
+    const d = this.drivers.get(boardId);
+    if (d) return d;
+    throw new AppError(503, ResultCode.Unavailable, BoardErrorKey.offline, `Board ${boardId} is offline or unknown`);
+  }
+
+  /** The driver if there is one, without throwing (probes, tests). */
+  driverIfAny(boardId: string): BoardDriver | undefined {
+    return this.drivers.get(boardId);
+  }
+
+  // ---- state ----------------------------------------------------------------------------------
+
+  /** Sets a board's state, records it in board_events and emits 'state'. Answers the change, or null if unchanged. */
+  async setState(boardId: string, state: BoardState, reason: string): Promise<StateChange | null> {
+    return this.transition(boardId, null, state, reason);
+  }
+
+  /**
+   * Compare-and-set: changes the state only if the current one is among `from` (null: any). Answers
+   * the change, or null when the board was not in one of those states (or already in `to`).
+   */
+  async transition(
+    boardId: string,
+    from: readonly BoardState[] | null,
+    to: BoardState,
+    reason: string,
+  ): Promise<StateChange | null> {
+    const rows = await this.db.query<{ from_state: BoardState; at: Date | string }>(
+      `with old as (select id, state from boards where id = $1 and retired_at is null for update)
+       update boards b set state = $2, state_reason = $3, state_changed_at = now(), updated_at = now()
+       from old where b.id = old.id and old.state <> $2 and ($4::text[] is null or old.state = any($4::text[]))
+       returning old.state as from_state, b.state_changed_at as at`,
+      [boardId, to, reason, from ? [...from] : null],
+    );
+    if (!rows.length) {
+      if (!(await this.get(boardId))) throw notFound(`Board ${boardId} not found`, BoardErrorKey.unknown);
+      return null;
+    }
+    const change: StateChange = { boardId, from: rows[0].from_state, to, reason, at: iso(rows[0].at) as string };
+    await this.event(boardId, 'state', change.from, to, reason);
+    this.events.emit('state', change);
+    return change;
+  }
+
+  private async event(boardId: string, kind: string, from: string | null, to: string | null, reason: string | null) {
+    await this.db.query('insert into board_events (board_id, kind, from_state, to_state, reason) values ($1, $2, $3, $4, $5)', [
+      boardId,
+      kind,
+      from,
+      to,
+      reason,
+    ]);
+  }
+
+  /** The state history of a board, newest first. */
+  async history(boardId: string, limit = 50) {
+    return this.db.query<{ at: Date; kind: string; from_state: string | null; to_state: string | null; reason: string | null }>(
+      'select at, kind, from_state, to_state, reason from board_events where board_id = $1 order by id desc limit $2',
+      [boardId, limit],
+    );
+  }
+
+  async setMaintenance(boardId: string, on: boolean, reason?: string): Promise<BoardRow> {
+    const r = await this.mustRow(boardId);
+    if (on) await this.setState(boardId, BoardState.maintenance, reason || 'maintenance');
+    else if (r.state === BoardState.maintenance) {
+      const healthy = this.drivers.has(boardId) && r.consecutive_failures < OFFLINE_AFTER_FAILURES;
+      await this.transition(boardId, [BoardState.maintenance], healthy ? BoardState.idle : BoardState.offline, reason || 'maintenance over');
+    }
+    return this.mustRow(boardId);
+  }
+
+  /**
+   * Restores the board's default image (lease expiry): state `resetting` while it runs, then the
+   * state it had before (normally idle). A failure leaves the board offline with the reason.
+   */
+  async resetToDefault(boardId: string): Promise<void> {
+    const d = this.driver(boardId);
+    const before = (await this.mustRow(boardId)).state;
+    await this.setState(boardId, BoardState.resetting, 'restoring the default image');
+    try {
+      await d.restoreDefault();
+      await this.transition(boardId, [BoardState.resetting], before === BoardState.resetting ? BoardState.idle : before, 'default image restored');
+    } catch (err) {
+      const key = err instanceof DriverError ? err.key : BoardErrorKey.driverFailed;
+      if (key === BoardErrorKey.unsupported) {
+        // A board without a reimage command keeps its files; it is back in service as it was.
+        await this.transition(boardId, [BoardState.resetting], before === BoardState.resetting ? BoardState.idle : before, 'no default image to restore');
+        return;
+      }
+      await this.markHealth(boardId, false, key);
+      await this.transition(boardId, [BoardState.resetting], BoardState.offline, `restore failed: ${key}`);
+      throw err;
+    }
+  }
+
+  // ---- administration -----------------------------------------------------------------------
+
+  private async mustRow(id: string): Promise<BoardRow> {
+    const r = await this.row(id);
+    if (!r || r.retired_at) throw notFound(`Board ${id} not found`, BoardErrorKey.unknown);
+    return r;
+  }
+
+  async add(decl: BoardDeclaration): Promise<BoardRow> {
+    const existing = await this.row(decl.id);
+    if (existing && !existing.retired_at) throw conflict(`Board ${decl.id} already exists`, BoardErrorKey.exists);
+    await this.upsert(decl, 'admin');
+    const r = await this.mustRow(decl.id);
+    await this.startDriver(r);
+    return this.mustRow(decl.id);
+  }
+
+  async change(
+    id: string,
+    patch: { name?: string; model?: string; attributes?: Record<string, string | number | boolean>; options?: Record<string, unknown> },
+  ): Promise<BoardRow> {
+    const r = await this.mustRow(id);
+    let options = r.driver_options;
+    if (patch.options) {
+      // Secrets left out (or answered as `true` by the list call) are kept.
+      const merged: Record<string, unknown> = { ...patch.options };
+      for (const k of SECRET_KEYS) if ((merged[k] === undefined || merged[k] === true) && r.driver_options[k] !== undefined) merged[k] = r.driver_options[k];
+      const schema = r.driver === 'local' ? localDriverOptions : sshDriverOptions;
+      const parsed = schema.safeParse(merged);
+      if (!parsed.success) {
+        const i = parsed.error.issues[0];
+        throw badRequest(`Invalid options.${i.path.join('.')}: ${i.message}`, 'request.invalid', [
+          { path: `options.${i.path.join('.')}`, message: i.message },
+        ]);
+      }
+      options = parsed.data as Record<string, unknown>;
+    }
+    await this.db.query(
+      `update boards set name = $2, model = $3, attributes = $4::jsonb, driver_options = $5::jsonb, updated_at = now() where id = $1`,
+      [id, patch.name ?? r.name, patch.model ?? r.model, JSON.stringify(patch.attributes ?? r.attributes), JSON.stringify(options)],
+    );
+    await this.event(id, 'changed', null, null, Object.keys(patch).join(','));
+    const after = await this.mustRow(id);
+    if (patch.options || (patch.name && patch.name !== r.name)) {
+      // New connection settings or a new hostname take effect with a fresh driver.
+      await this.stopDriver(id);
+      await this.startDriver(after);
+    }
+    return after;
+  }
+
+  async retire(id: string): Promise<BoardRow> {
+    await this.mustRow(id);
+    await this.retireRow(id, 'retired by an administrator');
+    return (await this.row(id)) as BoardRow;
+  }
+
+  private async retireRow(id: string, reason: string): Promise<void> {
+    await this.stopDriver(id);
+    await this.db.query('update boards set retired_at = now(), updated_at = now() where id = $1', [id]);
+    await this.event(id, 'retired', null, null, reason);
+  }
+
+  // ---- health -------------------------------------------------------------------------------
+
+  private async markHealth(id: string, ok: boolean, error: string | null): Promise<void> {
+    const h = this.health.get(id) ?? { failures: 0, lastSeenWrite: 0 };
+    const now = this.app.clock.now().getTime();
+    if (ok) {
+      const wasFailing = h.failures > 0;
+      h.failures = 0;
+      // last_seen_at is written at most every 30 s while healthy: 200 boards must not mean 40 writes a second.
+      if (wasFailing || now - h.lastSeenWrite > 30_000) {
+        h.lastSeenWrite = now;
+        await this.db.query('update boards set last_seen_at = $2, consecutive_failures = 0, last_error = null where id = $1', [
+          id,
+          new Date(now),
+        ]);
+      }
+    } else {
+      h.failures++;
+      await this.db.query('update boards set consecutive_failures = $2, last_error = $3 where id = $1', [id, h.failures, error]);
+    }
+    this.health.set(id, h);
+  }
+
+  /** One probe of one board; state follows: offline after repeated failures, back when it answers. */
+  async probeOne(r: BoardRow): Promise<void> {
+    const d = this.drivers.get(r.id);
+    if (!d || BUSY_STATES.has(r.state)) return;
+    try {
+      await d.probe(3000);
+      await this.markHealth(r.id, true, null);
+      if (r.state === BoardState.offline) {
+        const [last] = await this.db.query<{ from_state: string | null }>(
+          `select from_state from board_events where board_id = $1 and kind = 'state' and to_state = 'offline' order by id desc limit 1`,
+          [r.id],
+        );
+        const back = (last?.from_state as BoardState | null) ?? BoardState.idle;
+        await this.transition(r.id, [BoardState.offline], back === BoardState.offline || BUSY_STATES.has(back) ? BoardState.idle : back, 'answers again');
+      }
+    } catch (err) {
+      const key = err instanceof DriverError ? err.key : err instanceof AppError ? err.key : BoardErrorKey.driverFailed;
+      await this.markHealth(r.id, false, key);
+      const failures = this.health.get(r.id)?.failures ?? 0;
+      if (failures >= OFFLINE_AFTER_FAILURES && r.state !== BoardState.offline && r.state !== BoardState.maintenance) {
+        await this.transition(r.id, [r.state], BoardState.offline, `${failures} failed probes: ${key}`);
+      }
+    }
+  }
+
+  /** One probe round over every board in service, a few at a time. */
+  async probeAll(): Promise<void> {
+    if (this.probing || this.stopped) return;
+    this.probing = true;
+    try {
+      await eachLimited(await this.rows(), 8, (r) => this.probeOne(r));
+    } catch (err) {
+      this.app.log.warn({ err }, 'board probe round failed');
+    } finally {
+      this.probing = false;
+    }
+  }
+
+  // ---- metrics ------------------------------------------------------------------------------
+
+  /** One sampling round: a sample of every online board, stored in one insert. Answers the count. */
+  async sampleAll(): Promise<number> {
+    if (this.sampling || this.stopped) return 0;
+    this.sampling = true;
+    try {
+      const rows = (await this.rows()).filter((r) => r.state !== BoardState.offline && !BUSY_STATES.has(r.state));
+      const samples: Array<[string, MetricsSample]> = [];
+      await eachLimited(rows, 16, async (r) => {
+        const d = this.drivers.get(r.id);
+        if (!d || !d.capabilities().has(Capability.metrics)) return;
+        samples.push([r.id, await d.sampleMetrics()]);
+      });
+      await this.storeSamples(samples);
+      return samples.length;
+    } catch (err) {
+      this.app.log.warn({ err }, 'metrics round failed');
+      return 0;
+    } finally {
+      this.sampling = false;
+    }
+  }
+
+  async storeSamples(samples: Array<[string, MetricsSample]>): Promise<void> {
+    if (!samples.length) return;
+    const params: unknown[] = [];
+    const values = samples.map(([id, s]) => {
+      const base = params.length;
+      params.push(id, new Date(s.at), s.cpuPercent, s.memUsed, s.memTotal, s.diskUsed, s.diskTotal, s.netRx, s.netTx);
+      return `(${Array.from({ length: 9 }, (_, i) => `$${base + i + 1}`).join(', ')})`;
+    });
+    await this.db.query(
+      `insert into board_metrics (board_id, at, cpu_percent, mem_used, mem_total, disk_used, disk_total, net_rx, net_tx)
+       values ${values.join(', ')} on conflict (board_id, at) do nothing`,
+      params,
+    );
+  }
+
+  /** Samples of a board from `sinceMs` (epoch ms) on, oldest first. */
+  async recentMetrics(boardId: string, sinceMs: number): Promise<MetricsSample[]> {
+    const rows = await this.db.query<Record<string, unknown>>(
+      `select at, cpu_percent, mem_used, mem_total, disk_used, disk_total, net_rx, net_tx
+       from board_metrics where board_id = $1 and at >= $2 order by at limit 20000`,
+      [boardId, new Date(sinceMs)],
+    );
+    return rows.map((r) => ({
+      at: new Date(r.at as string).getTime(),
+      cpuPercent: Number(r.cpu_percent),
+      memUsed: Number(r.mem_used),
+      memTotal: Number(r.mem_total),
+      diskUsed: Number(r.disk_used),
+      diskTotal: Number(r.disk_total),
+      netRx: Number(r.net_rx),
+      netTx: Number(r.net_tx),
+    }));
+  }
+
+  /** Deletes samples older than the retention (at least 24 h). Answers the number deleted. */
+  async pruneMetrics(): Promise<number> {
+    const keepMs = Math.max(24, this.app.config.BIANBU_METRICS_RETENTION_HOURS) * 3_600_000;
+    const cutoff = new Date(this.app.clock.now().getTime() - keepMs);
+    const rows = await this.db.query<{ n: number }>(
+      'with d as (delete from board_metrics where at < $1 returning 1) select count(*)::int as n from d',
+      [cutoff],
+    );
+    return rows[0]?.n ?? 0;
+  }
+}
+
+/** A driver failure as the envelope's error, for features that call drivers. */
+export function driverAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof DriverError) {
+    const k = err.key;
+    if (k === 'capability.unsupported') return new AppError(501, ResultCode.NotImplementedByDriver, k, err.message);
+    if (k === 'path.not_found') return notFound(err.message, k);
+    if (k.startsWith('path.') || k.startsWith('file.') || k.startsWith('plugin.') || k === 'flash.image_invalid') return badRequest(err.message, k);
+    if (k === 'board.busy') return conflict(err.message, k);
+    return new AppError(503, ResultCode.Unavailable, k, err.message);
+  }
+  return new AppError(500, ResultCode.ServerError, 'server.error', (err as Error)?.message ?? 'error');
+}

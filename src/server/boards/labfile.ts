@@ -1,0 +1,73 @@
+// The lab file (YAML, path from BIANBU_LAB_FILE) and the default local lab of first start.
+import fs from 'node:fs';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { type BoardDeclaration, boardDeclaration } from '#shared/boards.ts';
+
+export const labFileSchema = z
+  .object({
+    /** Host directory of plugin executables (local boards see it read-only at /opt/bianbu/plugins). */
+    pluginsDir: z.string().min(1).optional(),
+    boards: z.array(boardDeclaration).default([]),
+  })
+  .superRefine((lab, ctx) => {
+    const seen = new Set<string>();
+    lab.boards.forEach((b, i) => {
+      if (seen.has(b.id)) ctx.addIssue({ code: 'custom', path: ['boards', i, 'id'], message: `duplicate board id ${b.id}` });
+      seen.add(b.id);
+    });
+  });
+export type LabFile = z.infer<typeof labFileSchema>;
+
+export class LabFileError extends Error {}
+
+/** Reads and validates the lab file; a bad file stops the start with a line naming the fault. */
+export function readLabFile(file: string): LabFile {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new LabFileError(`Cannot read lab file ${file}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = YAML.parse(text) ?? {};
+  } catch (err) {
+    throw new LabFileError(`Lab file ${file} is not valid YAML: ${(err as Error).message}`);
+  }
+  const parsed = labFileSchema.safeParse(doc);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new LabFileError(`Lab file ${file}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+const DEFAULT_MODELS = [
+  { model: 'Banana Pi BPI-F3', memoryMb: 4096, storageGb: 16 },
+  { model: 'Milk-V Jupiter', memoryMb: 8192, storageGb: 32 },
+  { model: 'MUSE Pi Pro', memoryMb: 8192, storageGb: 64 },
+  { model: 'Sipeed LicheePi 3A', memoryMb: 16384, storageGb: 64 },
+];
+
+/** Four sandboxed boards on this host, named board-1 .. board-4. */
+export function defaultLab(): BoardDeclaration[] {
+  return DEFAULT_MODELS.map((m, i) =>
+    boardDeclaration.parse({
+      id: `board-${i + 1}`,
+      name: `board-${i + 1}`,
+      model: m.model,
+      attributes: {
+        cpu: 'SpacemiT K1 (X60)',
+        cores: 8,
+        memoryMb: m.memoryMb,
+        storageGb: m.storageGb,
+        os: 'Bianbu 2.0',
+        arch: 'riscv64',
+        isa: 'rv64gcv',
+      },
+      driver: 'local',
+      options: { memoryMb: m.memoryMb, diskQuotaMb: 8192 },
+    }),
+  );
+}

@@ -1,0 +1,110 @@
+// The board's own figures, read from the host's /proc: the members of a board are the processes in
+// its PID namespace. One scan of /proc groups every process by namespace and is shared by all boards
+// sampled within the same second, so sampling many boards costs one scan, not one per board.
+import fs from 'node:fs';
+import path from 'node:path';
+
+const CLK_TCK = 100;
+const PAGE = 4096;
+const SCAN_TTL_MS = 1000;
+
+let cache: { at: number; byNs: Map<string, number[]> } | null = null;
+
+/** Host pids grouped by PID namespace link (`pid:[4026532180]`). */
+export function pidsByNamespace(maxAgeMs = SCAN_TTL_MS): Map<string, number[]> {
+  const now = Date.now();
+  if (cache && now - cache.at < maxAgeMs) return cache.byNs;
+  const byNs = new Map<string, number[]>();
+  for (const name of fs.readdirSync('/proc')) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    let ns: string;
+    try {
+      ns = fs.readlinkSync(`/proc/${name}/ns/pid`);
+    } catch {
+      continue; // gone since readdir
+    }
+    const list = byNs.get(ns);
+    if (list) list.push(Number(name));
+    else byNs.set(ns, [Number(name)]);
+  }
+  cache = { at: now, byNs };
+  return byNs;
+}
+
+export function namespaceOf(pid: number): string | null {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/ns/pid`);
+  } catch {
+    return null;
+  }
+}
+
+/** Total CPU seconds (user + system) and RSS bytes of the given processes. */
+export function cpuAndRss(pids: readonly number[]): { cpuSeconds: number; rssBytes: number; count: number } {
+  let ticks = 0;
+  let rssPages = 0;
+  let count = 0;
+  for (const pid of pids) {
+    let text: string;
+    try {
+      text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
+    // Fields after the command name, which may itself hold spaces and parentheses.
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]);
+    rssPages += Number(f[21]);
+    count++;
+  }
+  return { cpuSeconds: ticks / CLK_TCK, rssBytes: rssPages * PAGE, count };
+}
+
+/** Byte counters of every interface but loopback, from a /proc/<pid>/net/dev text. */
+export function parseNetDev(text: string): { rx: number; tx: number } {
+  let rx = 0;
+  let tx = 0;
+  for (const line of text.split('\n').slice(2)) {
+    const m = /^\s*([^:]+):\s*(.*)$/.exec(line);
+    if (!m || m[1].trim() === 'lo') continue;
+    const f = m[2].trim().split(/\s+/);
+    rx += Number(f[0]) || 0;
+    tx += Number(f[8]) || 0;
+  }
+  return { rx, tx };
+}
+
+/** Bytes allocated under `root` (hard links counted once), without following symlinks or mounts. */
+export async function diskUsage(root: string): Promise<number> {
+  const seen = new Set<string>();
+  let total = 0;
+  const rootDev = (await fs.promises.lstat(root)).dev;
+  const walk = async (dir: string): Promise<void> => {
+    let entries: fs.Dirent[];
+    try {
+      entries = await fs.promises.readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      let st: fs.Stats;
+      try {
+        st = await fs.promises.lstat(p);
+      } catch {
+        continue;
+      }
+      if (st.dev !== rootDev) continue;
+      if (st.nlink > 1 && !st.isDirectory()) {
+        const key = `${st.ino}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+      }
+      total += st.blocks * 512;
+      if (st.isDirectory()) await walk(p);
+    }
+  };
+  await walk(root);
+  return total;
+}

@@ -1,0 +1,101 @@
+// The writable tree of a local board: what the board sees as /, minus the host's /usr which the
+// sandbox binds read-only over the empty `usr` mount point. The default image is generated here; a
+// flashed image is unpacked by image.ts and completed with `ensureMountPoints`.
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Board users: root (without capabilities inside the sandbox) and an ordinary `user`. */
+export const BOARD_USERS = [
+  { name: 'root', uid: 0, gid: 0, home: '/root' },
+  { name: 'user', uid: 1000, gid: 1000, home: '/home/user' },
+] as const;
+
+const MOUNT_POINTS = ['usr', 'proc', 'dev', 'tmp', 'run', 'etc', 'var/tmp', 'opt', 'root', 'home'];
+
+/** /etc entries copied from the host so that programs of the host's /usr work inside the board. */
+const HOST_ETC = [
+  'profile',
+  'profile.d',
+  'bash.bashrc',
+  'skel',
+  'inputrc',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'alternatives',
+  'localtime',
+  'timezone',
+  'terminfo',
+  'environment',
+  'login.defs',
+];
+
+export function ensureMountPoints(root: string): void {
+  for (const d of MOUNT_POINTS) fs.mkdirSync(path.join(root, d), { recursive: true });
+  fs.chmodSync(path.join(root, 'tmp'), 0o1777);
+  fs.chmodSync(path.join(root, 'var/tmp'), 0o1777);
+}
+
+export interface RootfsInfo {
+  hostname: string;
+  model: string;
+  pluginsMount: string;
+}
+
+/** Writes a fresh default root into `root` (which must not exist yet). */
+export function createDefaultRoot(root: string, info: RootfsInfo): void {
+  fs.mkdirSync(root, { recursive: true, mode: 0o755 });
+  ensureMountPoints(root);
+  for (const d of ['var/log', 'var/lib', 'var/cache', 'srv', 'mnt', path.dirname(info.pluginsMount).slice(1)]) {
+    fs.mkdirSync(path.join(root, d), { recursive: true });
+  }
+  fs.mkdirSync(path.join(root, info.pluginsMount), { recursive: true });
+  const etc = path.join(root, 'etc');
+  for (const name of HOST_ETC) {
+    const src = path.join('/etc', name);
+    if (!fs.existsSync(src)) continue;
+    try {
+      fs.cpSync(src, path.join(etc, name), { recursive: true, verbatimSymlinks: true, dereference: false });
+    } catch {
+      // An unreadable host file only means one less convenience inside the board.
+    }
+  }
+  fs.writeFileSync(
+    path.join(etc, 'passwd'),
+    `${BOARD_USERS.map((u) => `${u.name}:x:${u.uid}:${u.gid}:${u.name}:${u.home}:/bin/bash`).join('\n')}\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+  );
+  fs.writeFileSync(path.join(etc, 'group'), 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n');
+  fs.writeFileSync(path.join(etc, 'shadow'), 'root:*:19000:0:99999:7:::\nuser:*:19000:0:99999:7:::\n', { mode: 0o640 });
+  fs.writeFileSync(path.join(etc, 'nsswitch.conf'), 'passwd: files\ngroup: files\nshadow: files\nhosts: files\n');
+  writeIdentity(root, info);
+  fs.writeFileSync(
+    path.join(etc, 'os-release'),
+    'PRETTY_NAME="Bianbu 2.0"\nNAME="Bianbu"\nVERSION_ID="2.0"\nID=bianbu\nID_LIKE=debian\nHOME_URL="https://bianbu.spacemit.com"\n',
+  );
+  fs.writeFileSync(path.join(etc, 'issue'), 'Bianbu 2.0 \\n \\l\n\n');
+  fs.writeFileSync(path.join(etc, 'motd'), `\nWelcome to ${info.hostname} (${info.model || 'RISC-V board'}).\n\n`);
+  for (const u of BOARD_USERS) {
+    const home = path.join(root, u.home);
+    fs.mkdirSync(home, { recursive: true, mode: 0o750 });
+    const skel = path.join(etc, 'skel');
+    if (fs.existsSync(skel)) fs.cpSync(skel, home, { recursive: true, verbatimSymlinks: true });
+    chownTree(home, u.uid, u.gid);
+  }
+}
+
+/** Hostname and hosts follow the board's name (also after a flash or a rename). */
+export function writeIdentity(root: string, info: Pick<RootfsInfo, 'hostname'>): void {
+  const etc = path.join(root, 'etc');
+  fs.mkdirSync(etc, { recursive: true });
+  fs.writeFileSync(path.join(etc, 'hostname'), `${info.hostname}\n`);
+  fs.writeFileSync(path.join(etc, 'hosts'), `127.0.0.1\tlocalhost\n127.0.1.1\t${info.hostname}\n::1\tlocalhost ip6-localhost\n`);
+}
+
+function chownTree(dir: string, uid: number, gid: number): void {
+  fs.lchownSync(dir, uid, gid);
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) chownTree(p, uid, gid);
+    else fs.lchownSync(p, uid, gid);
+  }
+}
