@@ -1,0 +1,147 @@
+// The root of every route: runs the sign-in guard (spec section 4), enforces route permissions,
+// sets the page title, tracks the device class, and hosts the palette, notices and dialogs.
+import { lazy, Suspense, useEffect, useRef } from 'react';
+import { useTranslation } from 'react-i18next';
+import { Navigate, Outlet, useLocation, useNavigate } from 'react-router-dom';
+import { useSnapshot } from 'valtio';
+import { PRODUCT_TITLE } from '#shared/constants.ts';
+import { hasPermission } from '#shared/permissions.ts';
+import { IdentityPerm } from '#shared/user.ts';
+import { call } from '#web/api/http.ts';
+import { decideGuard } from '#web/auth/guard.ts';
+import {
+  completeSignIn,
+  exchangeCode,
+  loadUserOnce,
+  onUserLoadFailed,
+  rememberRedirect,
+  startSignIn,
+  userCall,
+} from '#web/auth/flow.ts';
+import { profileDialog } from '#web/auth/profile-state.ts';
+import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
+import { Toaster } from '#web/components/Toaster.tsx';
+import { useCoreCommands } from '#web/palette/core-commands.ts';
+import { Palette } from '#web/palette/Palette.tsx';
+import { routeAllowed } from '#web/router/access.ts';
+import { type RouteHandle, useRouteMeta } from '#web/router/handle.ts';
+import { syncDevice } from '#web/state/app.ts';
+import { licenceState, licenceValid } from '#web/state/licence.ts';
+import { session } from '#web/state/session.ts';
+import { publicSettingsState } from '#web/state/settings.ts';
+import { FullPageStatus } from './PageLoading.tsx';
+
+const ProfileDialog = lazy(() => import('#web/auth/ProfileDialog.tsx'));
+
+export function pageTitle(routeTitle: string | undefined): string {
+  return routeTitle ? `${routeTitle} - ${PRODUCT_TITLE}` : PRODUCT_TITLE;
+}
+
+function useDocumentTitle(handle: RouteHandle | undefined) {
+  const { t, i18n } = useTranslation('layout');
+  const key = handle?.meta.titleKey;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the title follows the language too.
+  useEffect(() => {
+    document.title = pageTitle(key ? t(key) : undefined);
+  }, [key, t, i18n.language]);
+}
+
+function useDeviceClass() {
+  useEffect(() => {
+    const onResize = () => syncDevice(window.innerWidth);
+    onResize();
+    window.addEventListener('resize', onResize);
+    return () => window.removeEventListener('resize', onResize);
+  }, []);
+}
+
+function useLicence() {
+  const { name, perms } = useSnapshot(session);
+  const { value } = useSnapshot(publicSettingsState);
+  const xpack = !!value?.XPACK_ENABLED;
+  const allowed = hasPermission([IdentityPerm.changeLicense], perms);
+  useEffect(() => {
+    if (!name || !xpack || !allowed) {
+      licenceState.detail = null;
+      return;
+    }
+    let live = true;
+    call(userCall('licenseDetail'), {}, { silent: true })
+      .then((d) => {
+        if (live) licenceState.detail = d;
+      })
+      .catch(() => {
+        // The banner is advisory; a failed read leaves it hidden.
+      });
+    return () => {
+      live = false;
+    };
+  }, [name, xpack, allowed]);
+}
+
+function Guarded() {
+  const location = useLocation();
+  const navigate = useNavigate();
+  const handle = useRouteMeta();
+  const { t } = useTranslation('auth');
+  const { token, name, perms } = useSnapshot(session);
+  const licence = useSnapshot(licenceState);
+  const search = new URLSearchParams(location.search);
+  const isPublic = !!handle?.meta.public;
+  const action = decideGuard({
+    token,
+    userLoaded: !!name,
+    code: search.get('code'),
+    isPublic,
+    fullPath: location.pathname + location.search,
+  });
+  const exchanging = useRef<string | null>(null);
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: one run per guard decision and location.
+  useEffect(() => {
+    if (action.kind === 'exchange') {
+      const code = search.get('code') ?? '';
+      if (exchanging.current === code) return;
+      exchanging.current = code;
+      exchangeCode(search)
+        .then((tok) => navigate(completeSignIn(tok), { replace: true }))
+        .catch(() => void startSignIn());
+    } else if (action.kind === 'authorize') {
+      if (action.remember) rememberRedirect(action.remember);
+      void startSignIn();
+    } else if (action.kind === 'loadUser') {
+      loadUserOnce().catch(onUserLoadFailed);
+    }
+  }, [action.kind, location.key, token]);
+
+  if (action.kind === 'exchange') return <FullPageStatus text={t('status.exchanging')} />;
+  if (action.kind === 'authorize') return <FullPageStatus text={t('status.redirecting')} />;
+  if (action.kind === 'loadUser' && action.blocking) return <FullPageStatus text={t('status.loadingUser')} />;
+  if (handle && !isPublic && name && !routeAllowed(handle.meta, { perms, licenceValid: licenceValid(licence.detail, Date.now()) })) {
+    return <Navigate to="/403" replace />;
+  }
+  return <Outlet />;
+}
+
+export function Root() {
+  const handle = useRouteMeta();
+  const { token } = useSnapshot(session);
+  const { open: profileOpen } = useSnapshot(profileDialog);
+  useDocumentTitle(handle);
+  useDeviceClass();
+  useCoreCommands();
+  useLicence();
+  return (
+    <>
+      <Guarded />
+      <Palette />
+      <Toaster />
+      <SessionEndedDialog />
+      {token && profileOpen ? (
+        <Suspense fallback={null}>
+          <ProfileDialog />
+        </Suspense>
+      ) : null}
+    </>
+  );
+}

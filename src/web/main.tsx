@@ -1,0 +1,36 @@
+// Console entry: theme before the first paint, catalogues, public settings (they choose the route
+// set), then the router.
+import './styles.css';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { RouterProvider } from 'react-router-dom';
+import { systemCalls } from '#shared/system.ts';
+import { call } from '#web/api/http.ts';
+import { routeSet } from '#web/auth/flow.ts';
+import { initI18n } from '#web/i18n/i18n.ts';
+import { createRouter } from '#web/router/build.tsx';
+import { routeTable } from '#web/router/table.ts';
+import { appState, applyTheme } from '#web/state/app.ts';
+import { setPublicSettings } from '#web/state/settings.ts';
+
+async function start(): Promise<void> {
+  applyTheme(appState.theme);
+  await initI18n();
+  const publicSettings = systemCalls.find((c) => c.name === 'publicSettings');
+  try {
+    setPublicSettings(publicSettings ? await call(publicSettings, {}, { silent: true }) : null);
+  } catch {
+    // Without the service the console still renders its public pages; sign-in will say what fails.
+    setPublicSettings(null);
+  }
+  const router = createRouter(routeTable, routeSet());
+  const el = document.getElementById('root');
+  if (!el) throw new Error('#root is missing from index.html');
+  createRoot(el).render(
+    <StrictMode>
+      <RouterProvider router={router} />
+    </StrictMode>,
+  );
+}
+
+void start();

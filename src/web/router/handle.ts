@@ -1,0 +1,25 @@
+// Route meta travels on react-router's `handle`, so any component finds the current route's meta
+// with useMatches() instead of looking the path up again.
+import { useMatches } from 'react-router-dom';
+import type { RouteMeta } from './types.ts';
+
+export interface RouteHandle {
+  meta: RouteMeta;
+  path: string;
+}
+
+export function isRouteHandle(h: unknown): h is RouteHandle {
+  return !!h && typeof h === 'object' && 'meta' in h && 'path' in h;
+}
+
+/** The matched routes that carry meta, outermost first. */
+export function useRouteHandles(): RouteHandle[] {
+  return useMatches()
+    .map((m) => m.handle)
+    .filter(isRouteHandle);
+}
+
+export function useRouteMeta(): RouteHandle | undefined {
+  const handles = useRouteHandles();
+  return handles[handles.length - 1];
+}
