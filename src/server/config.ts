@@ -46,6 +46,15 @@ const configSchema = z.object({
   BIANBU_WEB_DIR: z.string().default('dist/web'),
   /** Longest sleep of the lease expiry scheduler between ticks (it wakes earlier when a lease is due); 0 stops it. */
   BIANBU_LEASE_TICK_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  BIANBU_LICENSE_EXPIRES: z.iso.date('must be a date YYYY-MM-DD').default('2099-12-31'),
+  BIANBU_LICENSE_CORPORATION: z.string().default('Bianbu Cloud Community'),
+  BIANBU_LICENSE_ASSETS: z.coerce.number().int().min(0).default(1000),
+  /** Where /register sends the browser when an external provider is used (default: its authorize URL with prompt=create). */
+  OIDC_REGISTER_URL: z.string().url().optional(),
+  /** The embedded provider offers self-registration. */
+  BIANBU_OPEN_REGISTRATION: bool.default(true),
+  /** A phone sign-in with a number no account has creates one in the default organisation. */
+  BIANBU_PHONE_SIGNUP: bool.default(true),
   /** Upload and download deadline (spec section 9: 600000 ms). */
   BIANBU_TRANSFER_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
 });

@@ -88,11 +88,14 @@ const phone = z
   .string()
   .trim()
   .regex(/^\+?[0-9]{6,20}$/, 'must be a phone number of 6 to 20 digits, optionally with a leading +');
+/** Usernames: 2–64 letters, digits or _ . @ -, not starting with . @ - (the provider's sign-up form too). */
+export const USERNAME_RE = /^[A-Za-z0-9_][A-Za-z0-9_.@-]{1,63}$/;
+export const PASSWORD_MIN = 8;
 const username = z
   .string()
   .trim()
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.@-]{1,63}$/, 'must be 2–64 letters, digits or _ . @ - (not starting with . @ -)');
-const password = z.string().min(8, 'must be at least 8 characters').max(256);
+  .regex(USERNAME_RE, 'must be 2–64 letters, digits or _ . @ - (not starting with . @ -)');
+const password = z.string().min(PASSWORD_MIN, 'must be at least 8 characters').max(256);
 const id = z.string().trim().min(1).max(100);
 const base64 = z
   .string()
@@ -175,11 +178,27 @@ export const adminUser = z.object({
 });
 export type AdminUser = z.infer<typeof adminUser>;
 
-export const adminOrg = z.object({ id: z.string(), name: z.string(), type: z.string(), builtin: z.boolean(), members: z.number() });
+export const adminOrg = z.object({
+  id: z.string(),
+  name: z.string(),
+  type: z.string(),
+  builtin: z.boolean(),
+  members: z.number(),
+});
 export type AdminOrg = z.infer<typeof adminOrg>;
-export const adminRole = z.object({ id: z.string(), name: z.string(), perms: z.array(z.string()), builtin: z.boolean() });
+export const adminRole = z.object({
+  id: z.string(),
+  name: z.string(),
+  perms: z.array(z.string()),
+  builtin: z.boolean(),
+});
 export type AdminRole = z.infer<typeof adminRole>;
-export const membership = z.object({ userId: z.string(), username: z.string(), orgId: z.string(), roleId: z.string() });
+export const membership = z.object({
+  userId: z.string(),
+  username: z.string(),
+  orgId: z.string(),
+  roleId: z.string(),
+});
 export type Membership = z.infer<typeof membership>;
 
 export const auditEntry = z.object({
@@ -225,7 +244,12 @@ export const userCalls = [
       /** The `iss` of the authorization response (RFC 9207), when the provider sent one. */
       iss: z.string().max(2048).optional(),
     }),
-    response: z.object({ access_token: z.string(), accessToken: z.string(), token_type: z.literal('Bearer'), expires_in: z.number() }),
+    response: z.object({
+      access_token: z.string(),
+      accessToken: z.string(),
+      token_type: z.literal('Bearer'),
+      expires_in: z.number(),
+    }),
     summary: 'Exchange an authorization code of the sign-in provider for the service’s access token',
   }),
   defineCall({
@@ -261,7 +285,13 @@ export const userCalls = [
     path: '/api/user/phone-login',
     auth: 'public',
     payload: 'form',
-    request: z.object({ phone, code: z.string().trim().regex(/^\d{6}$/, 'must be 6 digits') }),
+    request: z.object({
+      phone,
+      code: z
+        .string()
+        .trim()
+        .regex(/^\d{6}$/, 'must be 6 digits'),
+    }),
     response: accessTokenAnswer,
     summary: 'Sign in with a phone number and the one-time code sent to it',
   }),
@@ -352,9 +382,19 @@ export const userCalls = [
       /** Create the account (in the default organisation) when it does not exist. */
       createIfMissing: z.boolean().default(false),
       name: z.string().trim().max(100).optional(),
-      ttlSeconds: z.number().int().min(10).max(SEQUENCE_CODE_MAX_TTL_SECONDS).default(SEQUENCE_CODE_DEFAULT_TTL_SECONDS),
+      ttlSeconds: z
+        .number()
+        .int()
+        .min(10)
+        .max(SEQUENCE_CODE_MAX_TTL_SECONDS)
+        .default(SEQUENCE_CODE_DEFAULT_TTL_SECONDS),
     }),
-    response: z.object({ sequenceCode: z.string(), expiresAt: z.string(), userId: z.string(), username: z.string() }),
+    response: z.object({
+      sequenceCode: z.string(),
+      expiresAt: z.string(),
+      userId: z.string(),
+      username: z.string(),
+    }),
     summary: 'Mint a single-use, short-lived sequence code that signs a given user in through /thridparty',
   }),
   defineCall({
@@ -362,7 +402,12 @@ export const userCalls = [
     method: 'GET',
     path: '/api/admin/users',
     perms: [IdentityPerm.viewUser],
-    request: z.object({ search: z.string().trim().max(100).optional(), orgId: id.optional(), page, pageSize }),
+    request: z.object({
+      search: z.string().trim().max(100).optional(),
+      orgId: id.optional(),
+      page,
+      pageSize,
+    }),
     response: pageOf(adminUser),
     summary: 'Users (organisation admins see the members of their current organisation)',
   }),
@@ -382,7 +427,8 @@ export const userCalls = [
       roleId: id.optional(),
     }),
     response: z.object({ user: adminUser, password: z.string().nullable() }),
-    summary: 'Create a user in an organisation with a role (default: the caller’s organisation, role org_user)',
+    summary:
+      'Create a user in an organisation with a role (default: the caller’s organisation, role org_user)',
   }),
   defineCall({
     name: 'adminUserUpdate',
@@ -398,7 +444,8 @@ export const userCalls = [
       isActive: z.boolean().optional(),
     }),
     response: adminUser,
-    summary: 'Change a user’s name, email, phone, password or active flag (deactivating revokes their tokens)',
+    summary:
+      'Change a user’s name, email, phone, password or active flag (deactivating revokes their tokens)',
   }),
   defineCall({
     name: 'adminUserDeactivate',
@@ -423,7 +470,11 @@ export const userCalls = [
     path: '/api/admin/orgs/create',
     perms: [IdentityPerm.addOrg],
     request: z.object({
-      id: z.string().trim().regex(/^[A-Za-z0-9_-]{2,64}$/, 'must be 2–64 letters, digits, _ or -').optional(),
+      id: z
+        .string()
+        .trim()
+        .regex(/^[A-Za-z0-9_-]{2,64}$/, 'must be 2–64 letters, digits, _ or -')
+        .optional(),
       name: z.string().trim().min(1).max(100),
     }),
     response: adminOrg,
@@ -460,7 +511,11 @@ export const userCalls = [
     path: '/api/admin/roles/create',
     perms: [IdentityPerm.addRole],
     request: z.object({
-      id: z.string().trim().regex(/^[A-Za-z0-9_-]{2,64}$/, 'must be 2–64 letters, digits, _ or -').optional(),
+      id: z
+        .string()
+        .trim()
+        .regex(/^[A-Za-z0-9_-]{2,64}$/, 'must be 2–64 letters, digits, _ or -')
+        .optional(),
       name: z.string().trim().min(1).max(100),
       perms: z.array(permEntry).max(500),
     }),
@@ -472,7 +527,11 @@ export const userCalls = [
     method: 'POST',
     path: '/api/admin/roles/update',
     perms: [IdentityPerm.changeRole],
-    request: z.object({ id, name: z.string().trim().min(1).max(100).optional(), perms: z.array(permEntry).max(500).optional() }),
+    request: z.object({
+      id,
+      name: z.string().trim().min(1).max(100).optional(),
+      perms: z.array(permEntry).max(500).optional(),
+    }),
     response: adminRole,
     summary: 'Rename a role or change its permission entries (the super admin role is kept as is)',
   }),

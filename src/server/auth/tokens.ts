@@ -21,6 +21,9 @@ export interface IssueOptions {
   now?: Date;
 }
 
+/** A harmless excerpt of a token (prefix and last four characters) to recognise it later. */
+export const tokenHint = (token: string) => `${token.slice(0, 8)}…${token.slice(-4)}`;
+
 export async function issueCredential(
   db: Db,
   userId: string,
@@ -36,6 +39,7 @@ export async function issueCredential(
     kind,
     createdAt: now,
     expiresAt: opts.ttlMs ? new Date(now.getTime() + opts.ttlMs) : null,
+    hint: tokenHint(token),
   });
   return token;
 }
@@ -43,14 +47,25 @@ export async function issueCredential(
 /** Strips the quotes some clients keep around a stored token, and an optional `Bearer ` scheme. */
 export function tokenFromHeader(header: string | undefined): string | null {
   if (!header) return null;
-  let v = header.trim().replace(/^"+|"+$/g, '').replace(/^'+|'+$/g, '');
+  let v = header
+    .trim()
+    .replace(/^"+|"+$/g, '')
+    .replace(/^'+|'+$/g, '');
   if (/^bearer\s+/i.test(v)) v = v.replace(/^bearer\s+/i, '').replace(/^"+|"+$/g, '');
   return v.length > 0 && v.length <= 512 ? v : null;
 }
 
 /** Resolves a token to its user id, or throws the session code the console acts on. */
-export async function verifyCredential(db: Db, token: string, now = new Date()): Promise<{ userId: string; kind: CredentialKind; id: string }> {
-  const [row] = await db.select().from(credentials).where(eq(credentials.tokenHash, hashToken(token))).limit(1);
+export async function verifyCredential(
+  db: Db,
+  token: string,
+  now = new Date(),
+): Promise<{ userId: string; kind: CredentialKind; id: string }> {
+  const [row] = await db
+    .select()
+    .from(credentials)
+    .where(eq(credentials.tokenHash, hashToken(token)))
+    .limit(1);
   if (!row) throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');
   if (row.revokedAt) {
     if (row.revokedReason === 'displaced')
@@ -62,17 +77,53 @@ export async function verifyCredential(db: Db, token: string, now = new Date()):
   return { userId: row.userId, kind: row.kind as CredentialKind, id: row.id };
 }
 
-export async function revokeCredential(db: Db, token: string, reason: string): Promise<void> {
+export async function revokeCredential(
+  db: Db,
+  token: string,
+  reason: string,
+  now = new Date(),
+): Promise<void> {
   await db
     .update(credentials)
-    .set({ revokedAt: new Date(), revokedReason: reason })
+    .set({ revokedAt: now, revokedReason: reason })
     .where(and(eq(credentials.tokenHash, hashToken(token)), isNull(credentials.revokedAt)));
 }
 
 /** Revokes every live credential of a kind of a user (single-session sign-in, API key refresh). */
-export async function revokeAllOfKind(db: Db, userId: string, kind: CredentialKind, reason: string): Promise<void> {
+export async function revokeAllOfKind(
+  db: Db,
+  userId: string,
+  kind: CredentialKind,
+  reason: string,
+  now = new Date(),
+): Promise<void> {
   await db
     .update(credentials)
-    .set({ revokedAt: new Date(), revokedReason: reason })
+    .set({ revokedAt: now, revokedReason: reason })
     .where(and(eq(credentials.userId, userId), eq(credentials.kind, kind), isNull(credentials.revokedAt)));
+}
+
+export async function revokeCredentialById(
+  db: Db,
+  id: string,
+  reason: string,
+  now = new Date(),
+): Promise<void> {
+  await db
+    .update(credentials)
+    .set({ revokedAt: now, revokedReason: reason })
+    .where(and(eq(credentials.id, id), isNull(credentials.revokedAt)));
+}
+
+/** Every live credential of a user, of any kind (deactivation). */
+export async function revokeAllOfUser(
+  db: Db,
+  userId: string,
+  reason: string,
+  now = new Date(),
+): Promise<void> {
+  await db
+    .update(credentials)
+    .set({ revokedAt: now, revokedReason: reason })
+    .where(and(eq(credentials.userId, userId), isNull(credentials.revokedAt)));
 }

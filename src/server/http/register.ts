@@ -38,8 +38,8 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
         // A public call ignores a bad token rather than failing on it.
         const user =
           call.auth === 'public'
-            ? await authenticate(app.storage.db, req.headers.authorization).catch(() => null)
-            : await authenticate(app.storage.db, req.headers.authorization);
+            ? await authenticate(app.storage.db, req.headers.authorization, app.clock.now()).catch(() => null)
+            : await authenticate(app.storage.db, req.headers.authorization, app.clock.now());
         if (call.auth !== 'public' && !user) throw unauthorized();
         if (call.perms && !hasPermission(call.perms, user?.perms ?? [])) throw forbidden();
 
