@@ -69,6 +69,8 @@ export async function resolveInRoot(
   opts: { followFinal?: boolean; allowMissing?: boolean } = {},
 ): Promise<Resolved> {
   const followFinal = opts.followFinal ?? true;
+  // A `..` that climbs above the root as written is an escape attempt, whatever exists on the way.
+  normaliseBoardPath(boardPath);
   const queue = splitBoardPath(boardPath);
   const stack: string[] = [];
   let hops = 0;

@@ -411,7 +411,11 @@ export class LocalDriver implements BoardDriver {
     if (this.booting) await this.booting;
     const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
     const { file, args } = this.enter(user, u.home);
-    const p = pty.spawn(file, [...args, '/bin/bash', '-l'], {
+    // The PTY node-pty opens lives in the host's devpts, which the board cannot see; `script`
+    // opens a second one from the board's own /dev/ptmx so `tty`, job control and programs that
+    // need a terminal name work inside the board, and relays between the two (window size included).
+    const inner = this.init.sandboxed ? ['/usr/bin/script', '-qfec', '/bin/bash -l', '/dev/null'] : ['/bin/bash', '-l'];
+    const p = pty.spawn(file, [...args, ...inner], {
       name: env.TERM ?? 'xterm-256color',
       cols: size.cols,
       rows: size.rows,

@@ -40,7 +40,7 @@ export function namespaceOf(pid: number): string | null {
   }
 }
 
-/** Total CPU seconds (user + system) and RSS bytes of the given processes. */
+/** Total CPU seconds (user + system, own and reaped children's) and RSS bytes of the given processes. */
 export function cpuAndRss(pids: readonly number[]): { cpuSeconds: number; rssBytes: number; count: number } {
   let ticks = 0;
   let rssPages = 0;
@@ -54,7 +54,8 @@ export function cpuAndRss(pids: readonly number[]): { cpuSeconds: number; rssByt
     }
     // Fields after the command name, which may itself hold spaces and parentheses.
     const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(f[11]) + Number(f[12]);
+    // Own time plus that of reaped children, so a short job that already ended still counts.
+    ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
     rssPages += Number(f[21]);
     count++;
   }
