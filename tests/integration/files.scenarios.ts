@@ -1,0 +1,630 @@
+// The files behaviour every board driver must show, run by files.test.ts (local board) and
+// files-ssh.test.ts (SSH board). Each scenario talks to the real service over inject or a real socket,
+// and checks the board's files from the host side, where the board's root is a directory.
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import iconv from 'iconv-lite';
+import tar from 'tar-stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EDITOR_MAX_BYTES } from '#shared/files.ts';
+import { makeUser } from './helpers/users.ts';
+import {
+  type FileLab,
+  type Holder,
+  holdBoard,
+  leftovers,
+  listen,
+  multipart,
+  multipartHead,
+  patternChunks,
+  post,
+  rawRequest,
+  rssMiB,
+} from './files.fixtures.ts';
+
+const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
+
+export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
+  describe(`files on a ${kind} board`, () => {
+    let lab: FileLab;
+    let h: Holder;
+    let home: string;
+    const call = <T = any>(
+      url: string,
+      payload: Record<string, unknown>,
+      headers: Record<string, string> = {},
+    ) => post<T>(lab.t.app, h.user, url, { applyId: h.applyId, ...payload }, headers);
+
+    beforeAll(async () => {
+      lab = await start();
+      h = await holdBoard(lab.t.app, lab.boardName);
+      home = path.join(lab.hostRoot, 'home/user');
+      fs.mkdirSync(home, { recursive: true });
+    }, 120_000);
+    afterAll(() => lab?.close());
+
+    const onBoard = (p: string) => path.join(lab.hostRoot, p);
+    const writeOnBoard = (p: string, data: string | Buffer) => {
+      fs.mkdirSync(path.dirname(onBoard(p)), { recursive: true });
+      fs.writeFileSync(onBoard(p), data);
+    };
+
+    it('lists a folder with folders first and each entry’s size, time and mode', async () => {
+      writeOnBoard('/home/user/list/b.txt', 'hello');
+      fs.mkdirSync(onBoard('/home/user/list/z-dir'), { recursive: true });
+      fs.chmodSync(onBoard('/home/user/list/b.txt'), 0o640);
+      const res = await call('/api/device/file-browser', { path: '/home/user/list' });
+      expect(res.code).toBe(20000);
+      expect(res.data.path).toBe('/home/user/list');
+      expect(res.data.entries.map((e: { name: string }) => e.name)).toEqual(['z-dir', 'b.txt']);
+      const file = res.data.entries[1];
+      expect(file).toMatchObject({ path: '/home/user/list/b.txt', type: 'file', size: 5 });
+      expect(file.mode & 0o777).toBe(0o640);
+      expect(Math.abs(file.mtimeMs - fs.statSync(onBoard('/home/user/list/b.txt')).mtimeMs)).toBeLessThan(
+        1500,
+      );
+      const rel = await call('/api/device/file-browser', { path: 'list', dir: '/home/user' });
+      expect(rel.data.path).toBe('/home/user/list');
+    });
+
+    it('opens UTF-8, UTF-8 with BOM and GBK text with the encoding it detected', async () => {
+      writeOnBoard('/home/user/enc/u8.txt', 'héllo 世界\n');
+      writeOnBoard(
+        '/home/user/enc/bom.txt',
+        Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('with bom')]),
+      );
+      writeOnBoard('/home/user/enc/gbk.txt', iconv.encode('中文内容，GBK 编码\n', 'gbk'));
+      const u8 = await call('/api/device/file-read', { path: '/home/user/enc/u8.txt' });
+      expect(u8.data).toMatchObject({ kind: 'text', encoding: 'utf-8', content: 'héllo 世界\n' });
+      expect(u8.data.hash).toBe(sha(fs.readFileSync(onBoard('/home/user/enc/u8.txt'))));
+      const bom = await call('/api/device/file-read', { path: '/home/user/enc/bom.txt' });
+      expect(bom.data).toMatchObject({ kind: 'text', encoding: 'utf-8-bom', content: 'with bom' });
+      const gbk = await call('/api/device/file-read', { path: '/home/user/enc/gbk.txt' });
+      expect(gbk.data).toMatchObject({ kind: 'text', encoding: 'gbk', content: '中文内容，GBK 编码\n' });
+      const forced = await call('/api/device/file-read', {
+        path: '/home/user/enc/gbk.txt',
+        encoding: 'utf-8',
+      });
+      expect(forced.data.content).toContain('\uFFFD');
+    });
+
+    it('answers binary and too-large files without their content, so the console offers a download', async () => {
+      writeOnBoard('/home/user/bin/blob.bin', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 3, 0, 0]));
+      writeOnBoard('/home/user/bin/big.log', Buffer.alloc(EDITOR_MAX_BYTES + 10, 'a'));
+      const bin = await call('/api/device/file-read', { path: '/home/user/bin/blob.bin' });
+      expect(bin.data).toMatchObject({ kind: 'binary', size: 10 });
+      expect(bin.data.content).toBeUndefined();
+      const big = await call('/api/device/file-read', { path: '/home/user/bin/big.log' });
+      expect(big.data).toMatchObject({
+        kind: 'tooLarge',
+        size: EDITOR_MAX_BYTES + 10,
+        limit: EDITOR_MAX_BYTES,
+      });
+      expect(big.data.content).toBeUndefined();
+    });
+
+    it('saves in the file’s encoding and keeps its mode, leaving no temporary file', async () => {
+      writeOnBoard('/home/user/save/gbk.txt', iconv.encode('旧内容', 'gbk'));
+      fs.chmodSync(onBoard('/home/user/save/gbk.txt'), 0o600);
+      const opened = await call('/api/device/file-read', { path: '/home/user/save/gbk.txt' });
+      const saved = await call('/api/device/file-write', {
+        path: '/home/user/save/gbk.txt',
+        data: '新内容',
+        encoding: opened.data.encoding,
+        expectedHash: opened.data.hash,
+      });
+      expect(saved.code).toBe(20000);
+      const bytes = fs.readFileSync(onBoard('/home/user/save/gbk.txt'));
+      expect(bytes.equals(iconv.encode('新内容', 'gbk'))).toBe(true);
+      expect(saved.data.hash).toBe(sha(bytes));
+      expect(fs.statSync(onBoard('/home/user/save/gbk.txt')).mode & 0o777).toBe(0o600);
+      const bom = await call('/api/device/file-write', {
+        path: '/home/user/save/bom.txt',
+        data: 'x',
+        encoding: 'utf-8-bom',
+      });
+      expect(bom.code).toBe(20000);
+      expect([...fs.readFileSync(onBoard('/home/user/save/bom.txt'))]).toEqual([0xef, 0xbb, 0xbf, 0x78]);
+      const bad = await call('/api/device/file-write', {
+        path: '/home/user/save/gbk.txt',
+        data: '😀',
+        encoding: 'gbk',
+      });
+      expect(bad).toMatchObject({ status: 400, error: 'file.unencodable' });
+      expect(leftovers(onBoard('/home/user/save'))).toEqual([]);
+    });
+
+    it('refuses to overwrite a file changed on the board since it was opened, until told to', async () => {
+      writeOnBoard('/home/user/conflict.txt', 'v1');
+      const opened = await call('/api/device/file-read', { path: '/home/user/conflict.txt' });
+      writeOnBoard('/home/user/conflict.txt', 'v2 from a shell');
+      const refused = await call('/api/device/file-write', {
+        path: '/home/user/conflict.txt',
+        data: 'mine',
+        expectedHash: opened.data.hash,
+      });
+      expect(refused).toMatchObject({ status: 409, error: 'file.changed' });
+      expect(fs.readFileSync(onBoard('/home/user/conflict.txt'), 'utf8')).toBe('v2 from a shell');
+      const forced = await call('/api/device/file-write', { path: '/home/user/conflict.txt', data: 'mine' });
+      expect(forced.code).toBe(20000);
+      expect(fs.readFileSync(onBoard('/home/user/conflict.txt'), 'utf8')).toBe('mine');
+      const create = await call('/api/device/file-write', {
+        path: '/home/user/conflict.txt',
+        data: 'new',
+        expectedHash: null,
+      });
+      expect(create).toMatchObject({ status: 409, error: 'path.exists' });
+    });
+
+    it('creates, renames and removes files and folders, asking for recursion on a full folder', async () => {
+      expect((await call('/api/device/file-mkdir', { path: '/home/user/ops' })).code).toBe(20000);
+      expect(fs.statSync(onBoard('/home/user/ops')).isDirectory()).toBe(true);
+      expect(await call('/api/device/file-mkdir', { path: '/home/user/ops' })).toMatchObject({
+        status: 409,
+        error: 'path.exists',
+      });
+      await call('/api/device/file-write', { path: '/home/user/ops/a.txt', data: 'a', expectedHash: null });
+      const renamed = await call('/api/device/file-rename', { path: '/home/user/ops/a.txt', to: 'b.txt' });
+      expect(renamed.data.path).toBe('/home/user/ops/b.txt');
+      expect(fs.existsSync(onBoard('/home/user/ops/a.txt'))).toBe(false);
+      await call('/api/device/file-write', { path: '/home/user/ops/c.txt', data: 'c' });
+      expect(
+        await call('/api/device/file-rename', { path: '/home/user/ops/c.txt', to: 'b.txt' }),
+      ).toMatchObject({
+        status: 409,
+        error: 'path.exists',
+      });
+      expect(fs.readFileSync(onBoard('/home/user/ops/b.txt'), 'utf8')).toBe('a');
+      expect(await call('/api/device/remove-file', { path: '/home/user/ops' })).toMatchObject({
+        status: 409,
+        error: 'path.not_empty',
+      });
+      expect(fs.existsSync(onBoard('/home/user/ops/b.txt'))).toBe(true);
+      expect((await call('/api/device/remove-file', { path: '/home/user/ops', recursive: true })).code).toBe(
+        20000,
+      );
+      expect(fs.existsSync(onBoard('/home/user/ops'))).toBe(false);
+    });
+
+    it('refuses to remove / or a home folder without the second confirmation', async () => {
+      for (const p of ['/', '/home/user', '/root', '/home']) {
+        const res = await call('/api/device/remove-file', { path: p, recursive: true });
+        expect(res, p).toMatchObject({ status: 409, error: 'file.remove_protected' });
+      }
+      expect(fs.existsSync(onBoard('/home/user/conflict.txt'))).toBe(true);
+      const wrong = await call('/api/device/remove-file', {
+        path: '/home/user',
+        recursive: true,
+        confirm: '/home',
+      });
+      expect(wrong.error).toBe('file.remove_protected');
+    });
+
+    it('refuses hostile paths with a clear error and touches nothing outside the board', async () => {
+      const outside = fs.mkdtempSync('/tmp/bianbu-outside-');
+      fs.writeFileSync(path.join(outside, 'secret'), 'host secret');
+      const climbs = path.relative(path.join(lab.hostRoot, 'home/user'), outside);
+      fs.symlinkSync(climbs, onBoard('/home/user/escape'));
+      try {
+        const cases: [string, Record<string, unknown>, string][] = [
+          ['/api/device/file-read', { path: '../../etc/passwd', dir: '/home/user/..' }, 'path.outside_root'],
+          ['/api/device/file-read', { path: '/../../../etc/passwd' }, 'path.outside_root'],
+          ['/api/device/file-browser', { path: '/home/user/escape' }, 'path.outside_root'],
+          ['/api/device/file-read', { path: '/home/user/escape/secret' }, 'path.outside_root'],
+          ['/api/device/file-write', { path: '/home/user/escape/pwned', data: 'x' }, 'path.outside_root'],
+          ['/api/device/remove-file', { path: '/home/user/escape/secret' }, 'path.outside_root'],
+          [
+            '/api/device/file-rename',
+            { path: '/home/user/conflict.txt', to: '/home/user/escape/moved' },
+            'path.outside_root',
+          ],
+          ['/api/device/file-mkdir', { path: '/home/user/escape/newdir' }, 'path.outside_root'],
+        ];
+        for (const [url, payload, key] of cases) {
+          const res = await call(url, payload);
+          expect(res.status, `${url} ${JSON.stringify(payload)}`).toBe(400);
+          expect(res.error, `${url} ${JSON.stringify(payload)}`).toBe(key);
+        }
+        for (const bad of ['/home/user/a\0b', '/home/user/line\nbreak', `/home/user/${'n'.repeat(256)}`]) {
+          const res = await call('/api/device/file-write', { path: bad, data: 'x' });
+          expect(res.status, JSON.stringify(bad)).toBe(400);
+          expect(res.fields?.[0].path).toBe('path');
+        }
+        const dl = await lab.t.app.inject({
+          method: 'POST',
+          url: '/api/device/downloadFile',
+          payload: { deviceId: h.deviceId, filePath: '/home/user/escape/secret' },
+          headers: { ...h.user.headers, applyaccess: h.applyId },
+        });
+        expect(dl.statusCode).toBe(400);
+        expect(dl.body).not.toContain('host secret');
+        const up = multipart({ applyId: h.applyId, path: '/home/user/escape' }, [
+          { name: 'pwned', data: 'x' },
+        ]);
+        const upRes = await lab.t.app.inject({
+          method: 'POST',
+          url: '/api/device/uploadFile',
+          payload: up.body,
+          headers: { ...h.user.headers, ...up.headers, applyaccess: h.applyId },
+        });
+        expect(upRes.statusCode).toBe(400);
+        expect(fs.readdirSync(outside)).toEqual(['secret']);
+        expect(fs.readFileSync(path.join(outside, 'secret'), 'utf8')).toBe('host secret');
+      } finally {
+        fs.rmSync(onBoard('/home/user/escape'));
+        fs.rmSync(outside, { recursive: true, force: true });
+      }
+    });
+
+    it('takes names with shell metacharacters literally', async () => {
+      const name = '$(touch pwned);`id`|x&y>z \'q\' "w".txt';
+      fs.mkdirSync(onBoard('/home/user/meta'), { recursive: true });
+      const w = await call('/api/device/file-write', { path: `/home/user/meta/${name}`, data: 'literal' });
+      expect(w.code).toBe(20000);
+      expect(fs.readFileSync(path.join(onBoard('/home/user/meta'), name), 'utf8')).toBe('literal');
+      const up = multipart({ applyId: h.applyId, path: '/home/user/meta' }, [
+        { name: '$(rm -rf ~);b.txt', data: 'up' },
+      ]);
+      const res = await lab.t.app.inject({
+        method: 'POST',
+        url: '/api/device/uploadFile',
+        payload: up.body,
+        headers: { ...h.user.headers, ...up.headers, applyaccess: h.applyId },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(fs.readdirSync(onBoard('/home/user/meta')).sort()).toEqual(['$(rm -rf ~);b.txt', name].sort());
+      expect(fs.existsSync(onBoard('/home/user/pwned'))).toBe(false);
+      expect(fs.existsSync(onBoard('/pwned'))).toBe(false);
+      expect(fs.existsSync(path.join(process.cwd(), 'pwned'))).toBe(false);
+    });
+
+    it('uploads several files in one request, replacing an existing one whole', async () => {
+      writeOnBoard('/home/user/up/keep.txt', 'old');
+      const body = multipart({ applyId: h.applyId, path: '/home/user/up' }, [
+        { name: 'keep.txt', data: 'new content' },
+        { name: 'second.bin', data: Buffer.from([0, 1, 2, 3]) },
+      ]);
+      const res = await lab.t.app.inject({
+        method: 'POST',
+        url: '/api/device/uploadFile',
+        payload: body.body,
+        headers: { ...h.user.headers, ...body.headers, applyaccess: h.applyId },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().data.files).toEqual([
+        { name: 'keep.txt', path: '/home/user/up/keep.txt', size: 11 },
+        { name: 'second.bin', path: '/home/user/up/second.bin', size: 4 },
+      ]);
+      expect(fs.readFileSync(onBoard('/home/user/up/keep.txt'), 'utf8')).toBe('new content');
+      expect([...fs.readFileSync(onBoard('/home/user/up/second.bin'))]).toEqual([0, 1, 2, 3]);
+      expect(leftovers(onBoard('/home/user/up'))).toEqual([]);
+    });
+
+    it('streams a 64 MiB upload and download without holding them in memory', async () => {
+      const size = 64 * 1024 * 1024;
+      const port = await listen(lab.t.app);
+      const expected = crypto.createHash('sha256');
+      for (const c of patternChunks(size)) expected.update(c);
+      const want = expected.digest('hex');
+      global.gc?.();
+      const base = rssMiB();
+      let peak = base;
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, rssMiB());
+      }, 20);
+      try {
+        const mp = multipartHead({ applyId: h.applyId, path: '/home/user' }, 'big.bin');
+        const up = await rawRequest(port, {
+          path: '/api/device/uploadFile',
+          headers: {
+            ...h.user.headers,
+            applyaccess: h.applyId,
+            'content-type': mp.contentType,
+            'content-length': mp.head.length + size + mp.tail.length,
+          },
+          body: (function* () {
+            yield mp.head;
+            yield* patternChunks(size);
+            yield mp.tail;
+          })(),
+        });
+        expect(up.status, up.body.toString()).toBe(200);
+        expect(fs.statSync(onBoard('/home/user/big.bin')).size).toBe(size);
+        const upPeak = peak - base;
+
+        peak = rssMiB();
+        const downBase = peak;
+        const got = crypto.createHash('sha256');
+        let length = 0;
+        const status = await new Promise<number>((resolve, reject) => {
+          const req = http.request(
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: '/api/device/downloadFile',
+              headers: { ...h.user.headers, applyaccess: h.applyId, 'content-type': 'application/json' },
+            },
+            (res: http.IncomingMessage) => {
+              expect(res.headers['content-length']).toBe(String(size));
+              res.on('data', (c: Buffer) => {
+                length += c.length;
+                got.update(c);
+              });
+              res.on('end', () => resolve(res.statusCode ?? 0));
+              res.on('error', reject);
+            },
+          );
+          req.on('error', reject);
+          req.end(JSON.stringify({ deviceId: h.deviceId, filePath: '/home/user/big.bin' }));
+        });
+        expect(status).toBe(200);
+        expect(length).toBe(size);
+        expect(got.digest('hex')).toBe(want);
+        const downPeak = peak - downBase;
+        // Buffering the file would cost at least its 64 MiB; streaming stays within a few buffers.
+        expect(upPeak, `upload grew RSS by ${upPeak.toFixed(1)} MiB`).toBeLessThan(40);
+        expect(downPeak, `download grew RSS by ${downPeak.toFixed(1)} MiB`).toBeLessThan(40);
+      } finally {
+        clearInterval(sampler);
+        fs.rmSync(onBoard('/home/user/big.bin'), { force: true });
+      }
+    });
+
+    it('keeps the old file and leaves no partial file when the client drops an upload mid-stream', async () => {
+      writeOnBoard('/home/user/drop/target.bin', 'the old content');
+      const port = await listen(lab.t.app);
+      const mp = multipartHead({ applyId: h.applyId, path: '/home/user/drop' }, 'target.bin');
+      const req = http.request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/api/device/uploadFile',
+        headers: {
+          ...h.user.headers,
+          applyaccess: h.applyId,
+          'content-type': mp.contentType,
+          'content-length': mp.head.length + 32 * 1024 * 1024 + mp.tail.length,
+        },
+      });
+      req.on('error', () => {});
+      req.write(mp.head);
+      for (const c of patternChunks(4 * 1024 * 1024)) req.write(c);
+      // Wait until the service is writing the temporary file, then drop the connection.
+      const dir = onBoard('/home/user/drop');
+      const deadline = Date.now() + 10_000;
+      while (!fs.readdirSync(dir).some((n) => n !== 'target.bin') && Date.now() < deadline) await sleep(20);
+      expect(fs.readdirSync(dir).length).toBe(2);
+      req.destroy();
+      const settle = Date.now() + 10_000;
+      while (fs.readdirSync(dir).length > 1 && Date.now() < settle) await sleep(50);
+      expect(fs.readdirSync(dir)).toEqual(['target.bin']);
+      expect(fs.readFileSync(path.join(dir, 'target.bin'), 'utf8')).toBe('the old content');
+    });
+
+    it('stops a transfer that outlives its deadline and leaves no partial file', async () => {
+      writeOnBoard('/home/user/slow/target.txt', 'before');
+      const port = await listen(lab.t.app);
+      const config = lab.t.app.config as { BIANBU_TRANSFER_TIMEOUT_MS: number };
+      const saved = config.BIANBU_TRANSFER_TIMEOUT_MS;
+      // The deadline is read per transfer; shortened here so the test need not wait ten minutes.
+      config.BIANBU_TRANSFER_TIMEOUT_MS = 1500;
+      try {
+        const mp = multipartHead({ applyId: h.applyId, path: '/home/user/slow' }, 'target.txt');
+        const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = http.request(
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: '/api/device/uploadFile',
+              headers: {
+                ...h.user.headers,
+                applyaccess: h.applyId,
+                'content-type': mp.contentType,
+                'content-length': mp.head.length + 1000 + mp.tail.length,
+              },
+            },
+            (res: http.IncomingMessage) => {
+              let body = '';
+              res.on('data', (c: Buffer) => {
+                body += c;
+              });
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+            },
+          );
+          req.on('error', reject);
+          req.write(mp.head);
+          req.write(Buffer.alloc(100, 'x'));
+          // ...and never the rest.
+        });
+        expect(answer.status).toBe(408);
+        expect(JSON.parse(answer.body).error).toBe('transfer.timeout');
+      } finally {
+        config.BIANBU_TRANSFER_TIMEOUT_MS = saved;
+      }
+      const dir = onBoard('/home/user/slow');
+      const settle = Date.now() + 5000;
+      while (fs.readdirSync(dir).length > 1 && Date.now() < settle) await sleep(50);
+      expect(fs.readdirSync(dir)).toEqual(['target.txt']);
+      expect(fs.readFileSync(path.join(dir, 'target.txt'), 'utf8')).toBe('before');
+    });
+
+    it('refuses an upload larger than the board’s free space before writing a byte', async () => {
+      writeOnBoard('/home/user/full/target.txt', 'kept');
+      const port = await listen(lab.t.app);
+      const mp = multipartHead({ applyId: h.applyId, path: '/home/user/full' }, 'target.txt');
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/api/device/uploadFile',
+            headers: {
+              ...h.user.headers,
+              applyaccess: h.applyId,
+              'content-type': mp.contentType,
+              // Far more than any disk holds.
+              'content-length': String(2 ** 52),
+            },
+          },
+          (res: http.IncomingMessage) => {
+            let body = '';
+            res.on('data', (c: Buffer) => {
+              body += c;
+            });
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.write(mp.head);
+        req.write(Buffer.alloc(64 * 1024, 'x'));
+      });
+      expect(answer.status).toBe(507);
+      expect(JSON.parse(answer.body).error).toBe('file.no_space');
+      expect(fs.readdirSync(onBoard('/home/user/full'))).toEqual(['target.txt']);
+      expect(fs.readFileSync(onBoard('/home/user/full/target.txt'), 'utf8')).toBe('kept');
+    });
+
+    it('fails an upload that fills the disk mid-stream cleanly, keeping the old file and no partial one', async () => {
+      // A 4 MiB file system inside the board: the upload (chunked, so its size is not declared) runs
+      // out of room half way.
+      const small = onBoard('/home/user/small');
+      fs.mkdirSync(small, { recursive: true });
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', small]);
+      try {
+        fs.writeFileSync(path.join(small, 'target.bin'), 'old bytes');
+        const port = await listen(lab.t.app);
+        const mp = multipartHead({ applyId: h.applyId, path: '/home/user/small' }, 'target.bin');
+        const answer = await rawRequest(port, {
+          path: '/api/device/uploadFile',
+          headers: {
+            ...h.user.headers,
+            applyaccess: h.applyId,
+            'content-type': mp.contentType,
+            'transfer-encoding': 'chunked',
+          },
+          body: (function* () {
+            yield mp.head;
+            yield* patternChunks(6 * 1024 * 1024, 256 * 1024);
+            yield mp.tail;
+          })(),
+        }).catch((err: Error) => ({ status: -1, body: Buffer.from(err.message), headers: {} }));
+        expect(answer.status, answer.body.toString()).toBe(507);
+        expect(JSON.parse(answer.body.toString()).error).toBe('file.no_space');
+        const settle = Date.now() + 5000;
+        while (fs.readdirSync(small).length > 1 && Date.now() < settle) await sleep(50);
+        expect(fs.readdirSync(small)).toEqual(['target.bin']);
+        expect(fs.readFileSync(path.join(small, 'target.bin'), 'utf8')).toBe('old bytes');
+      } finally {
+        execFileSync('umount', ['-l', small]);
+      }
+    });
+
+    it('downloads a folder as a tar archive of its files', async () => {
+      writeOnBoard('/home/user/pack/a.txt', 'alpha');
+      writeOnBoard('/home/user/pack/sub/b.txt', 'beta');
+      const res = await lab.t.app.inject({
+        method: 'POST',
+        url: '/api/device/downloadFile',
+        payload: { deviceId: h.deviceId, filePath: '/home/user/pack' },
+        headers: { ...h.user.headers, applyaccess: h.applyId },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-disposition']).toContain('pack.tar');
+      const entries = new Map<string, string>();
+      const extract = tar.extract();
+      await new Promise<void>((resolve, reject) => {
+        extract.on('entry', (header, stream, next) => {
+          const chunks: Buffer[] = [];
+          stream.on('data', (c: unknown) => void chunks.push(c as Buffer));
+          stream.on('end', () => {
+            entries.set(header.name, Buffer.concat(chunks).toString());
+            next();
+          });
+        });
+        extract.on('finish', resolve);
+        extract.on('error', reject);
+        extract.end(res.rawPayload);
+      });
+      expect(entries.get('pack/a.txt')).toBe('alpha');
+      expect(entries.get('pack/sub/b.txt')).toBe('beta');
+      expect([...entries.keys()]).toContain('pack/sub/');
+    });
+
+    it('never lets a user reach the files of a board they do not hold', async () => {
+      const stranger = await makeUser(lab.t.app);
+      const asStranger = (
+        url: string,
+        payload: Record<string, unknown>,
+        headers: Record<string, string> = {},
+      ) => post(lab.t.app, stranger, url, payload, headers);
+      const noApply = await asStranger('/api/device/file-browser', { path: '/home/user' });
+      expect(noApply.status).toBe(400);
+      for (const url of ['/api/device/file-browser', '/api/device/file-read', '/api/device/remove-file']) {
+        const res = await asStranger(url, { applyId: h.applyId, path: '/home/user/conflict.txt' });
+        expect(res.status, url).toBe(404);
+      }
+      const write = await asStranger('/api/device/file-write', {
+        applyId: h.applyId,
+        path: '/home/user/x.txt',
+        data: 'x',
+      });
+      expect(write.status).toBe(404);
+      expect(fs.existsSync(onBoard('/home/user/x.txt'))).toBe(false);
+      const dl = await asStranger(
+        '/api/device/downloadFile',
+        { deviceId: h.deviceId, filePath: '/home/user/conflict.txt' },
+        {
+          applyaccess: h.applyId,
+        },
+      );
+      expect(dl.status).toBe(404);
+      const dlNoHeader = await asStranger('/api/device/downloadFile', {
+        deviceId: h.deviceId,
+        filePath: '/home/user/conflict.txt',
+      });
+      expect([400, 404]).toContain(dlNoHeader.status);
+      const up = multipart({ applyId: h.applyId, path: '/home/user' }, [{ name: 'intruder.txt', data: 'x' }]);
+      const upRes = await lab.t.app.inject({
+        method: 'POST',
+        url: '/api/device/uploadFile',
+        payload: up.body,
+        headers: { ...stranger.headers, ...up.headers, applyaccess: h.applyId },
+      });
+      expect(upRes.statusCode).toBe(404);
+      expect(fs.existsSync(onBoard('/home/user/intruder.txt'))).toBe(false);
+      // The holder's own download names the wrong board: refused the same way.
+      const wrongBoard = await call(
+        '/api/device/downloadFile',
+        { deviceId: 'some-other-board', filePath: '/etc/hostname' },
+        {
+          applyaccess: h.applyId,
+        },
+      );
+      expect(wrongBoard.status).toBe(404);
+    });
+
+    it('removes a home folder after the second confirmation, and stops answering once the apply ends', async () => {
+      writeOnBoard('/home/user/last.txt', 'bye');
+      const res = await call('/api/device/remove-file', {
+        path: '/home/user',
+        recursive: true,
+        confirm: '/home/user',
+      });
+      expect(res.code).toBe(20000);
+      expect(fs.existsSync(onBoard('/home/user'))).toBe(false);
+      fs.mkdirSync(onBoard('/home/user'));
+      const ended = await call('/api/device/unapply-device', {});
+      expect(ended.code).toBe(20000);
+      const after = await call('/api/device/file-browser', { path: '/' });
+      expect(after.status).toBe(404);
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
