@@ -283,3 +283,227 @@ describe.each([
     }
   });
 });
+
+describe('a local board sandbox', () => {
+  let dir: string;
+  let driver: LocalDriver;
+  let shell: PtyHandle;
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-sbx-'));
+    fs.mkdirSync(path.join(dir, 'plugins'));
+    fs.writeFileSync(path.join(dir, 'plugins', 'echo-args'), '#!/bin/sh\nprintf "%s|" "$@"; hostname\n', { mode: 0o755 });
+    driver = new LocalDriver({
+      boardId: 'b2',
+      name: 'board-t2',
+      model: 'Test Board',
+      options: localDriverOptions.parse({}),
+      boardDir: path.join(dir, 'boards', 'b2'),
+      pluginsDir: path.join(dir, 'plugins'),
+      sandboxed: true,
+    });
+    await driver.start();
+    shell = await driver.openShell({ cols: 120, rows: 30 });
+  });
+  afterAll(async () => {
+    shell?.close();
+    await driver?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows only the board processes, none of the host', async () => {
+    const ps = await runInShell(shell, 'ps -eo pid,args');
+    expect(ps).not.toContain('vitest');
+    expect(ps).not.toMatch(/\bnode\b/);
+    expect(ps.split('\n').length).toBeLessThan(12);
+    expect(ps).toMatch(/^\s+1 \S*bwrap/m);
+  });
+
+  it('has no network but loopback', async () => {
+    const ifaces = await runInShell(shell, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
+    expect(ifaces.trim().split('\n')).toEqual(['lo']);
+    expect(await runInShell(shell, 'ping -c1 -W1 1.1.1.1 >/dev/null 2>&1 && echo reached || echo unreachable')).toBe('unreachable');
+  });
+
+  it('runs shells without capabilities and with the host /usr read-only', async () => {
+    expect(await runInShell(shell, "grep CapEff /proc/self/status | tr -d '\\t'")).toBe('CapEff:0000000000000000');
+    expect(await runInShell(shell, 'touch /usr/x 2>&1 || true')).toContain('Read-only file system');
+  });
+
+  it('shows boot messages and a login prompt on the serial console, and logs in', async () => {
+    const serial = await driver.openSerial({ cols: 100, rows: 30 });
+    let out = '';
+    serial.onData((b) => {
+      out += b.toString();
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(out).toContain('OpenSBI');
+    expect(out).toMatch(/board-t2 login: $/);
+    serial.write('nobody-here\r');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(out).toContain('Login incorrect');
+    serial.write('user\r');
+    await new Promise((r) => setTimeout(r, 600));
+    serial.write('echo "I""D=$(id -un)"\r');
+    const deadline = Date.now() + 5000;
+    while (!out.includes('ID=user') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(out).toContain('ID=user');
+    await driver.powerReset();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(out.split('OpenSBI').length).toBeGreaterThanOrEqual(3);
+    expect(out).toMatch(/board-t2 login: $/);
+    serial.close();
+    shell = await driver.openShell({ cols: 120, rows: 30 });
+  });
+
+  it('calls plugins with topic, data and nodeId as arguments, never through a shell', async () => {
+    const out = await driver.callPlugin('echo-args', '$(touch /tmp/pwned); rm -rf /', 'node-1');
+    expect(out).toBe('echo-args|$(touch /tmp/pwned); rm -rf /|node-1|board-t2\n');
+    await expect(driver.files.stat('/tmp/pwned')).rejects.toMatchObject({ key: 'path.not_found' });
+  });
+
+  it('connects to a TCP port inside the board', async () => {
+    await runInShell(shell, `node -e "require('net').createServer(s=>s.end('hello from board')).listen(5901,'127.0.0.1')" & sleep 0.5`);
+    const sock = await driver.connectPort(5901);
+    const got = await new Promise<string>((resolve) => {
+      let t = '';
+      sock.on('data', (b: Buffer) => {
+        t += b.toString();
+      });
+      sock.on('end', () => resolve(t));
+    });
+    expect(got).toBe('hello from board');
+    await expect(driver.connectPort(5999)).rejects.toMatchObject({ key: 'driver.failed' });
+  });
+
+  it('flashes a tar.gz image with progress, swapping the root and rebooting', async () => {
+    const src = path.join(dir, 'img');
+    fs.mkdirSync(path.join(src, 'etc'), { recursive: true });
+    fs.mkdirSync(path.join(src, 'root'), { recursive: true });
+    fs.writeFileSync(path.join(src, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n');
+    fs.writeFileSync(path.join(src, 'etc', 'group'), 'root:x:0:\n');
+    fs.writeFileSync(path.join(src, 'root', 'flashed.txt'), 'from image');
+    const image = path.join(dir, 'image.tar.gz');
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('tar', ['-czf', image, '-C', src, '.']);
+    await driver.files.write('/root/before.txt', 'old root');
+    const phases: string[] = [];
+    await driver.flash(image, (p) => phases.push(`${p.phase}:${p.percent}`));
+    expect(phases[0]).toBe('preparing:0');
+    expect(phases.at(-1)).toBe('done:100');
+    expect(phases.some((p) => p.startsWith('writing'))).toBe(true);
+    expect((await driver.files.read('/root/flashed.txt')).toString()).toBe('from image');
+    await expect(driver.files.stat('/root/before.txt')).rejects.toMatchObject({ key: 'path.not_found' });
+    const sh = await driver.openShell({ cols: 80, rows: 24 });
+    expect(await runInShell(sh, 'cat /root/flashed.txt; echo; hostname')).toBe('from image\nboard-t2');
+    sh.close();
+  });
+
+  it('refuses an image that escapes its root and keeps the board as it was', async () => {
+    const evil = path.join(dir, 'evil.tar');
+    const tar = (await import('tar-stream')).default;
+    const pack = tar.pack();
+    pack.entry({ name: '../../../../../../tmp/bianbu-evil-entry' }, 'x');
+    pack.finalize();
+    const chunks: Buffer[] = [];
+    for await (const c of pack) chunks.push(c as Buffer);
+    fs.writeFileSync(evil, Buffer.concat(chunks));
+    await expect(driver.flash(evil, () => {})).rejects.toMatchObject({ key: 'path.outside_root' });
+    expect(fs.existsSync('/tmp/bianbu-evil-entry')).toBe(false);
+    expect((await driver.files.read('/root/flashed.txt')).toString()).toBe('from image');
+    await expect(driver.probe()).resolves.toBeUndefined();
+  });
+
+  it('restores the default image', async () => {
+    await driver.restoreDefault();
+    await expect(driver.files.stat('/root/flashed.txt')).rejects.toMatchObject({ key: 'path.not_found' });
+    expect((await driver.files.read('/etc/os-release')).toString()).toContain('Bianbu');
+    await expect(driver.probe()).resolves.toBeUndefined();
+  });
+});
+
+describe('an ssh board', () => {
+  let s: TestSshd;
+  const opts = (o: Record<string, unknown> = {}) =>
+    sshDriverOptions.parse({
+      host: '127.0.0.1',
+      port: s.port,
+      user: 'root',
+      privateKey: s.clientKey,
+      hostKeyFingerprint: s.hostKeyFingerprint,
+      rootDir: s.dir,
+      timeoutMs: 3000,
+      ...o,
+    });
+  beforeAll(async () => {
+    s = await startSshd();
+  });
+  afterAll(() => s?.stop());
+
+  it('refuses a host whose key is not the pinned one', async () => {
+    const d = new SshDriver({ boardId: 'x', name: 'x', options: opts({ hostKeyFingerprint: s.otherFingerprint }) });
+    await d.start();
+    await expect(d.probe()).rejects.toMatchObject({ key: 'ssh.host_key_mismatch' });
+    await d.stop();
+  });
+
+  it('answers an unreachable board with an error within the timeout, never hanging', async () => {
+    const { freePort } = await import('./helpers/sshd.ts');
+    const closed = new SshDriver({ boardId: 'x', name: 'x', options: opts({ port: await freePort() }) });
+    await expect(closed.probe()).rejects.toMatchObject({ key: 'ssh.unreachable' });
+    // A silent address: nothing answers, the timeout ends the wait.
+    const silent = new SshDriver({ boardId: 'y', name: 'y', options: opts({ host: '10.255.255.1', timeoutMs: 1000 }) });
+    const t0 = Date.now();
+    const key = await silent.probe(1000).then(
+      () => 'ok',
+      (e: DriverError) => e.key,
+    );
+    expect(['ssh.unreachable', 'driver.timeout']).toContain(key);
+    expect(Date.now() - t0).toBeLessThan(4000);
+    await closed.stop();
+    await silent.stop();
+  });
+
+  it('connects again after the connection drops', async () => {
+    const d = new SshDriver({ boardId: 'z', name: 'z', options: opts() });
+    await d.start();
+    await d.probe();
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('sh', s.resetCommand.slice(1));
+    await new Promise((r) => setTimeout(r, 200));
+    await expect(d.probe()).resolves.toBeUndefined();
+    await d.stop();
+  });
+
+  it('runs configured commands with hostile values quoted, and forwards ports', async () => {
+    const d = new SshDriver({
+      boardId: 'q',
+      name: 'q',
+      options: opts({ commands: { plugin: ['printf', '%s|'], serial: ['sh', '-c', 'echo "serial of $0"', "it's me"] } }),
+    });
+    await d.start();
+    const hostile = `'; touch ${s.dir}/pwned; echo '$(id)\`id\``;
+    expect(await d.callPlugin('topic', hostile, 'n;1')).toBe(`topic|${hostile}|n;1|`);
+    expect(fs.existsSync(path.join(s.dir, 'pwned'))).toBe(false);
+    const serial = await d.openSerial({ cols: 80, rows: 24 });
+    let out = '';
+    serial.onData((b) => {
+      out += b.toString();
+    });
+    await new Promise((r) => serial.onExit(r));
+    expect(out).toContain("serial of it's me");
+    const net = await import('node:net');
+    const server = net.createServer((c) => c.end('vnc hello')).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const sock = await d.connectPort((server.address() as import('node:net').AddressInfo).port);
+    const got = await new Promise<string>((resolve) => {
+      let t = '';
+      sock.on('data', (b: Buffer) => {
+        t += b.toString();
+      });
+      sock.on('end', () => resolve(t));
+    });
+    expect(got).toBe('vnc hello');
+    server.close();
+    await d.stop();
+  });
+});

@@ -625,6 +625,9 @@ export class LocalDriver implements BoardDriver {
     );
     const duplex = Duplex.from({ readable: child.stdout, writable: child.stdin });
     duplex.once('close', () => child.kill('SIGKILL'));
+    // The relay ending (the board closed the port) ends the stream; it is not an error to crash on.
+    duplex.on('error', () => duplex.destroy());
+    child.once('exit', () => setImmediate(() => duplex.destroy()));
     return duplex;
   }
 }
