@@ -8,6 +8,8 @@ import { notify } from '#web/state/notices.ts';
 import { dataOf, type LeaseDialog, leases, loadLeases, messageOf, startApply } from '#web/state/devices.ts';
 import { type PaletteCommand, type PaletteContext, registerCommands } from '#web/palette/registry.ts';
 import { readToken } from '#web/state/storage.ts';
+import { realtime, realtimeState } from '#web/realtime/client.ts';
+import { watchLeaseNotices } from './live.ts';
 
 const SECTION = 'devices:palette.section';
 
@@ -41,6 +43,8 @@ export function beginRename(ctx: PaletteContext | null, deviceId: string): void 
 export async function startAndOpen(navigate: (to: string) => void, deviceId: string, name: string): Promise<void> {
   try {
     await startApply(deviceId);
+    // CONNECT carries the applyId: a connection made before this apply reconnects with it.
+    if (realtimeState.status !== 'idle') realtime.reconnect();
     navigate('/workbench');
   } catch (err) {
     if (messageOf(err) !== 'busy') notify('error', t('devices:mainboard.startFailed', { name, error: messageOf(err) }));
@@ -118,5 +122,9 @@ export function installDeviceCommands(): void {
   const sync = () => registerCommands('devices', [...fixed, ...perLease()]);
   sync();
   subscribe(leases, sync);
-  if (readToken() && leases.mine.status === 'idle') void loadLeases();
+  if (readToken()) {
+    if (leases.mine.status === 'idle') void loadLeases();
+    realtime.start();
+    watchLeaseNotices();
+  }
 }

@@ -1,0 +1,64 @@
+// Live facts about the user's boards from the realtime channel: lease warnings and expiry (user
+// notifications of kind lease.*) become toasts and refresh the lease list; a board's state changes
+// (its /topic/board/{deviceId}) update the store so badges change without a reload.
+import type { IMessage } from '@stomp/stompjs';
+import { BOARD_STATES, type BoardState } from '#shared/boards.ts';
+import { LeaseNotice } from '#shared/leases.ts';
+import { boardStateEvent, Destinations, userNotification } from '#shared/realtime.ts';
+import { t } from '#web/i18n/i18n.ts';
+import { realtime } from '#web/realtime/client.ts';
+import { type NoticeKind, notify } from '#web/state/notices.ts';
+import { dataOf, leaseOf, leases, loadLeases } from '#web/state/devices.ts';
+
+function json(m: IMessage): unknown {
+  try {
+    return JSON.parse(m.body);
+  } catch {
+    return null;
+  }
+}
+
+/** The toast text of a lease notification, or null for kinds this module does not word. */
+export function leaseNoticeText(kind: string, data: Record<string, unknown>): string | null {
+  const name = String(data.serverName ?? data.deviceId ?? '');
+  if (kind === LeaseNotice.expiring) {
+    return t(data.remaining === '1h' ? 'workbench:notice.leaseWarning1h' : 'workbench:notice.leaseWarning24h', { name });
+  }
+  if (kind === LeaseNotice.expired) return t('workbench:notice.leaseExpired', { name });
+  return null;
+}
+
+let notices: { unsubscribe(): void } | null = null;
+
+/** Subscribes once per tab to the user's notifications (the realtime client resubscribes on reconnect). */
+export function watchLeaseNotices(): void {
+  if (notices) return;
+  notices = realtime.subscribe(Destinations.userNotifications, (m) => {
+    const parsed = userNotification.safeParse(json(m));
+    if (!parsed.success || !parsed.data.kind.startsWith('lease.')) return;
+    const n = parsed.data;
+    const text = leaseNoticeText(n.kind, n.data);
+    const level: NoticeKind = n.level === 'error' || n.level === 'warning' ? 'error' : n.level === 'success' ? 'success' : 'info';
+    if (text) notify(n.kind === LeaseNotice.expired ? 'error' : level, text, 10_000);
+    void loadLeases();
+  });
+}
+
+function isBoardState(v: string): v is BoardState {
+  return (BOARD_STATES as readonly string[]).includes(v);
+}
+
+/** Follows one board's state while the caller is mounted; answers the unsubscribe. */
+export function watchBoardState(deviceId: string): () => void {
+  const handle = realtime.subscribe(Destinations.boardState(deviceId), (m) => {
+    const parsed = boardStateEvent.safeParse(json(m));
+    if (!parsed.success || !isBoardState(parsed.data.state)) return;
+    const lease = leaseOf(deviceId);
+    if (!lease || lease.boardState === parsed.data.state) return;
+    const list = dataOf(leases.mine);
+    const item = list?.items.find((l) => l.deviceId === deviceId);
+    if (item) item.boardState = parsed.data.state;
+    notify('info', t('workbench:notice.boardState', { name: lease.serverName, state: t(`devices:state.${parsed.data.state}`) }));
+  });
+  return () => handle.unsubscribe();
+}

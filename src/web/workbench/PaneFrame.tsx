@@ -1,0 +1,57 @@
+// The chrome of one workbench pane: a slim title bar and a focusable body. `data-pane-id` marks it for
+// focus movement; the ring shows which pane has the keyboard.
+import type { ReactNode } from 'react';
+import { Separator } from 'react-resizable-panels';
+import { cx } from '#web/components/ui.tsx';
+
+export function PaneFrame({
+  paneId,
+  title,
+  actions,
+  children,
+  className,
+  bodyClassName,
+}: {
+  paneId: string;
+  title?: ReactNode;
+  actions?: ReactNode;
+  children: ReactNode;
+  className?: string;
+  bodyClassName?: string;
+}) {
+  return (
+    <section
+      data-pane-id={paneId}
+      aria-label={typeof title === 'string' ? title : undefined}
+      tabIndex={-1}
+      className={cx(
+        'group/pane relative flex h-full min-h-0 min-w-0 flex-col bg-white outline-none dark:bg-zinc-950',
+        'after:pointer-events-none after:absolute after:inset-0 after:z-10 after:ring-1 after:ring-transparent after:ring-inset focus-within:after:ring-sky-500/60',
+        className,
+      )}
+    >
+      {title || actions ? (
+        <header className="flex h-8 shrink-0 items-center gap-2 border-b border-zinc-200 px-2.5 dark:border-zinc-800">
+          <h2 className="min-w-0 flex-1 truncate text-[11px] font-semibold tracking-wide text-zinc-500 uppercase group-focus-within/pane:text-zinc-800 dark:group-focus-within/pane:text-zinc-200">
+            {title}
+          </h2>
+          {actions}
+        </header>
+      ) : null}
+      <div className={cx('min-h-0 flex-1', bodyClassName)}>{children}</div>
+    </section>
+  );
+}
+
+/** The 1px divider between panes; its hit area is wider than it looks (the library pads it). */
+export function ResizeHandle({ vertical }: { vertical?: boolean }) {
+  return (
+    <Separator
+      className={cx(
+        'relative shrink-0 bg-zinc-200 transition-colors outline-none hover:bg-sky-500/60 focus-visible:bg-sky-500 data-[separator=active]:bg-sky-500 dark:bg-zinc-800',
+        vertical ? 'h-px' : 'w-px',
+      )}
+    />
+  );
+}
+

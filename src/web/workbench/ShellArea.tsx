@@ -1,0 +1,235 @@
+// The shells of the workbench: a tab bar, and in each tab one shell or several side by side in a
+// resizable group. Tabs that are not shown stay mounted (hidden), so their terminals keep streaming and
+// keep their scrollback; the terminal objects themselves live in the terminal registry, outside React.
+import { useEffect } from 'react';
+import { Group, type Layout, Panel } from 'react-resizable-panels';
+import { useTranslation } from 'react-i18next';
+import { useSnapshot } from 'valtio';
+import { Icon } from '#web/components/icons.tsx';
+import { cx, IconButton } from '#web/components/ui.tsx';
+import { appState, setDarkTermTheme } from '#web/state/app.ts';
+import { PaneFrame, ResizeHandle } from './PaneFrame.tsx';
+import { installShellOps } from './shell-ops.ts';
+import {
+  addTab,
+  removeSlot,
+  selectTab,
+  setActiveSlot,
+  setGroupLayout,
+  type ShellSlot,
+  type ShellTab,
+  splitActive,
+  workbench,
+} from './store.ts';
+import { closeShell, focusSlot, searchSlot, TerminalSlot } from './TerminalSlot.tsx';
+
+/** The slot whose pane holds the focus, else the active slot of the active tab. */
+function focusedSlot(): ShellSlot | undefined {
+  const el = document.activeElement?.closest<HTMLElement>('[data-slot-id]');
+  const id = el?.dataset.slotId;
+  const l = workbench.layout;
+  for (const tab of l.tabs) {
+    const s = tab.slots.find((x) => x.id === id);
+    if (s) return s;
+  }
+  const tab = l.tabs.find((t) => t.id === l.activeTab);
+  return tab?.slots.find((s) => s.id === tab.activeSlot);
+}
+
+function focusLater(slotId: string): void {
+  // The new panel mounts on the next render; focus it once it is in the document.
+  requestAnimationFrame(() => requestAnimationFrame(() => focusSlot(slotId)));
+}
+
+export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: string }) {
+  const { t } = useTranslation('workbench');
+  const wb = useSnapshot(workbench);
+  const tabs = wb.layout.tabs as readonly ShellTab[];
+
+  useEffect(
+    () =>
+      installShellOps({
+        newShell: (kind) => focusLater(addTab(kind).id),
+        split: () => {
+          const cur = focusedSlot();
+          if (cur) setActiveSlot(cur.id);
+          focusLater(splitActive('login').id);
+        },
+        closeFocused: () => {
+          const cur = focusedSlot();
+          if (!cur) return;
+          const removed = removeSlot(cur.id);
+          if (removed) void closeShell(applyId, removed);
+          const next = focusedSlot();
+          if (next) focusLater(next.id);
+        },
+        search: () => {
+          const cur = focusedSlot();
+          if (cur) searchSlot(cur.id);
+        },
+        toggleTheme: () => setDarkTermTheme(!appState.darkTermTheme),
+        focusActive: () => {
+          const cur = focusedSlot();
+          if (cur) focusSlot(cur.id);
+        },
+      }),
+    [applyId],
+  );
+
+  // The first visit opens one shell, so the workbench is never an empty room.
+  useEffect(() => {
+    if (workbench.layout.tabs.length === 0) addTab('login');
+  }, []);
+
+  const counters = { login: 0, serial: 0 };
+  const labels = new Map<string, string>();
+  for (const tab of tabs) {
+    for (const s of tab.slots) {
+      counters[s.kind]++;
+      labels.set(s.id, t(s.kind === 'serial' ? 'shells.serial' : 'shells.shell', { n: counters[s.kind] }));
+    }
+  }
+
+  return (
+    <div className="flex h-full min-h-0 flex-col bg-white dark:bg-zinc-950" data-testid="shell-area">
+      <div
+        role="tablist"
+        aria-label={t('shells.tabs')}
+        className="flex h-8 shrink-0 items-stretch gap-px overflow-x-auto border-b border-zinc-200 bg-zinc-50 dark:border-zinc-800 dark:bg-zinc-900"
+      >
+        {tabs.map((tab) => {
+          const active = tab.id === wb.layout.activeTab;
+          const name = tab.slots.map((s) => labels.get(s.id)).join(' | ');
+          return (
+            <div
+              key={tab.id}
+              className={cx(
+                'group flex shrink-0 items-center border-r border-zinc-200 text-xs dark:border-zinc-800',
+                active ? 'bg-white text-zinc-900 dark:bg-zinc-950 dark:text-zinc-100' : 'text-zinc-500 hover:text-zinc-800 dark:hover:text-zinc-200',
+              )}
+            >
+              <button
+                type="button"
+                role="tab"
+                aria-selected={active}
+                data-testid="shell-tab"
+                onClick={() => {
+                  selectTab(tab.id);
+                  focusLater(tab.activeSlot);
+                }}
+                className="flex h-full items-center gap-1.5 pr-1 pl-3 outline-none focus-visible:underline"
+              >
+                <Icon name="terminal" size={12} className={active ? 'text-emerald-500' : ''} />
+                <span className="max-w-48 truncate">{name}</span>
+              </button>
+              <button
+                type="button"
+                aria-label={t('shells.closeTab', { name })}
+                onClick={() => {
+                  for (const s of [...tab.slots]) {
+                    removeSlot(s.id);
+                    void closeShell(applyId, s);
+                  }
+                }}
+                className="mr-1 rounded p-0.5 opacity-0 group-hover:opacity-100 hover:bg-zinc-200 focus-visible:opacity-100 dark:hover:bg-zinc-800"
+              >
+                <Icon name="x" size={11} />
+              </button>
+            </div>
+          );
+        })}
+        <div className="ml-auto flex items-center gap-0.5 px-1">
+          <IconButton icon="terminal" size={13} className="h-6 w-6" label={t('shells.newShell')} onClick={() => focusLater(addTab('login').id)} data-testid="new-shell" />
+          <IconButton icon="cpu" size={13} className="h-6 w-6" label={t('shells.newSerial')} onClick={() => focusLater(addTab('serial').id)} data-testid="new-serial" />
+          <IconButton
+            icon="panelLeft"
+            size={13}
+            className="h-6 w-6"
+            label={t('shells.split')}
+            onClick={() => focusLater(splitActive('login').id)}
+            data-testid="split-shell"
+          />
+        </div>
+      </div>
+      <div className="relative min-h-0 flex-1">
+        {tabs.length === 0 ? (
+          <div className="flex h-full flex-col items-center justify-center gap-2 text-[13px] text-zinc-500">
+            <span>{t('shells.empty')}</span>
+            <span className="text-[11px] text-zinc-400">{t('shells.keys')}</span>
+          </div>
+        ) : null}
+        {tabs.map((tab) => (
+          <div key={tab.id} className={cx('absolute inset-0', tab.id !== wb.layout.activeTab && 'invisible')} data-tab-id={tab.id}>
+            <TabBody applyId={applyId} deviceId={deviceId} tab={tab} labels={labels} hidden={tab.id !== wb.layout.activeTab} />
+          </div>
+        ))}
+      </div>
+    </div>
+  );
+}
+
+function TabBody({
+  applyId,
+  deviceId,
+  tab,
+  labels,
+  hidden,
+}: {
+  applyId: string;
+  deviceId: string;
+  tab: ShellTab;
+  labels: Map<string, string>;
+  hidden: boolean;
+}) {
+  const { t } = useTranslation('workbench');
+  const wb = useSnapshot(workbench);
+  const groupId = `split-${tab.id}`;
+  const ids = tab.slots.map((s) => s.id).join('+');
+  return (
+    <Group
+      key={ids}
+      id={groupId}
+      orientation="horizontal"
+      className="h-full"
+      defaultLayout={wb.layout.groups[groupId] as Layout | undefined}
+      onLayoutChanged={(layout) => setGroupLayout(groupId, layout)}
+    >
+      {tab.slots.map((slot, i) => (
+        <SlotPanel key={slot.id} first={i === 0}>
+          <Panel id={slot.id} minSize="120px">
+            <PaneFrame
+              paneId={`shell:${slot.id}`}
+              title={labels.get(slot.id)}
+              actions={
+                <IconButton
+                  icon="x"
+                  size={12}
+                  className="-mr-1 h-6 w-6"
+                  label={t('shells.close')}
+                  onClick={() => {
+                    removeSlot(slot.id);
+                    void closeShell(applyId, slot);
+                  }}
+                />
+              }
+              bodyClassName="bg-zinc-950"
+            >
+              <div className="h-full" data-slot-id={slot.id} onFocusCapture={() => setActiveSlot(slot.id)}>
+                <TerminalSlot applyId={applyId} deviceId={deviceId} slot={slot} hidden={hidden} />
+              </div>
+            </PaneFrame>
+          </Panel>
+        </SlotPanel>
+      ))}
+    </Group>
+  );
+}
+
+function SlotPanel({ first, children }: { first: boolean; children: React.ReactNode }) {
+  return (
+    <>
+      {first ? null : <ResizeHandle />}
+      {children}
+    </>
+  );
+}

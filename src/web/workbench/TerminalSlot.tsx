@@ -1,0 +1,118 @@
+// One shell slot of the workbench. A slot without a clientId opens its shell (apply-device-shell) and
+// remembers the clientId in the persisted layout; a slot with one (after a reload) simply attaches to
+// it, and the terminal resumes from the server's scrollback. Closing a slot closes the shell on the
+// server and disposes its live terminal.
+import { useEffect, useRef, useState } from 'react';
+import { useTranslation } from 'react-i18next';
+import { shellCalls } from '#shared/shells.ts';
+import { call } from '#web/api/http.ts';
+import { Button, Spinner } from '#web/components/ui.tsx';
+import { messageOf } from '#web/state/devices.ts';
+import { disposeShell } from '#web/terminal/registry.ts';
+import { TerminalPane, type TerminalPaneHandle } from '#web/terminal/TerminalPane.tsx';
+import { type ShellSlot, setClientId } from './store.ts';
+
+const applyShell = shellCalls.find((c) => c.name === 'applyDeviceShell') as Extract<
+  (typeof shellCalls)[number],
+  { name: 'applyDeviceShell' }
+>;
+const unapplyShell = shellCalls.find((c) => c.name === 'unapplyDeviceShell') as Extract<
+  (typeof shellCalls)[number],
+  { name: 'unapplyDeviceShell' }
+>;
+
+/** Mounted terminal panes by slot id, for focus and search from keys and the palette. */
+const handles = new Map<string, TerminalPaneHandle>();
+/** Shells being opened by slot id, so a re-render (or StrictMode) never opens two. */
+const opening = new Map<string, Promise<string>>();
+
+export function focusSlot(slotId: string): void {
+  const h = handles.get(slotId);
+  if (h) h.focus();
+  else document.querySelector<HTMLElement>(`[data-pane-id="shell:${slotId}"]`)?.focus();
+}
+
+export function searchSlot(slotId: string): void {
+  handles.get(slotId)?.openSearch();
+}
+
+export async function closeShell(applyId: string, slot: ShellSlot): Promise<void> {
+  handles.delete(slot.id);
+  const clientId = slot.clientId ?? (await opening.get(slot.id)?.catch(() => null));
+  if (!clientId) return;
+  disposeShell(clientId);
+  try {
+    await call(unapplyShell, { applyId, clientId }, { silent: true });
+  } catch {
+    // Already closed (apply ended, board reset): nothing left to close.
+  }
+}
+
+function openShell(applyId: string, slot: ShellSlot): Promise<string> {
+  let p = opening.get(slot.id);
+  if (!p) {
+    p = call(applyShell, { applyId, shellType: slot.kind }, { silent: true }).then((r) => r.clientId);
+    opening.set(slot.id, p);
+    p.then(
+      (id) => {
+        setClientId(slot.id, id);
+        opening.delete(slot.id);
+      },
+      () => opening.delete(slot.id),
+    );
+  }
+  return p;
+}
+
+export function TerminalSlot({ applyId, slot, hidden }: { applyId: string; deviceId: string; slot: ShellSlot; hidden: boolean }) {
+  const { t } = useTranslation('workbench');
+  const [error, setError] = useState('');
+  const [attempt, setAttempt] = useState(0);
+  const paneRef = useRef<TerminalPaneHandle | null>(null);
+  const clientId = slot.clientId;
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `attempt` retries a failed open.
+  useEffect(() => {
+    if (clientId) return;
+    let stopped = false;
+    setError('');
+    openShell(applyId, slot).catch((err) => {
+      if (!stopped) setError(messageOf(err));
+    });
+    return () => {
+      stopped = true;
+    };
+  }, [applyId, clientId, slot.id, attempt]);
+
+  useEffect(() => {
+    if (!clientId) return;
+    const h: TerminalPaneHandle = {
+      focus: () => paneRef.current?.focus(),
+      openSearch: () => paneRef.current?.openSearch(),
+    };
+    handles.set(slot.id, h);
+    return () => {
+      if (handles.get(slot.id) === h) handles.delete(slot.id);
+    };
+  }, [clientId, slot.id]);
+
+  if (!clientId) {
+    return (
+      <div className="flex h-full items-center justify-center bg-zinc-950 p-4 text-xs text-zinc-400" data-testid="terminal-opening">
+        {error ? (
+          <div className="flex flex-col items-center gap-2 text-center">
+            <span className="text-red-400">{error}</span>
+            <Button size="sm" onClick={() => setAttempt((a) => a + 1)}>
+              {t('devices:common.retry')}
+            </Button>
+          </div>
+        ) : (
+          <span className="flex items-center gap-2">
+            <Spinner size={12} /> {t(slot.kind === 'serial' ? 'shells.newSerial' : 'shells.newShell')}…
+          </span>
+        )}
+      </div>
+    );
+  }
+  return <TerminalPane ref={paneRef} shellId={clientId} autoFocus={!hidden} className="h-full" />;
+}

@@ -1,0 +1,121 @@
+// Moving the keyboard focus between workbench panes (Ctrl+Alt+Arrow). Panes are found by geometry,
+// not by a fixed order, so the move follows whatever the user made of the layout: the nearest pane in
+// the arrow's direction wins, preferring panes that overlap the current one across that direction.
+
+export type Direction = 'left' | 'right' | 'up' | 'down';
+
+export interface Box {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+export interface Candidate<T = string> {
+  id: T;
+  box: Box;
+}
+
+function overlap(a0: number, a1: number, b0: number, b1: number): number {
+  return Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
+}
+
+/** The pane the focus moves to from `from` in direction `dir`, or null when there is none that way. */
+export function nextPane<T>(from: Box, candidates: readonly Candidate<T>[], dir: Direction): T | null {
+  const cx = (from.left + from.right) / 2;
+  const cy = (from.top + from.bottom) / 2;
+  let best: { id: T; score: number } | null = null;
+  for (const c of candidates) {
+    const b = c.box;
+    let gap: number;
+    let cross: number;
+    let shared: number;
+    switch (dir) {
+      case 'left':
+        if (b.right > from.left + 1 || b.right <= b.left) continue;
+        gap = from.left - b.right;
+        shared = overlap(from.top, from.bottom, b.top, b.bottom);
+        cross = Math.abs((b.top + b.bottom) / 2 - cy);
+        break;
+      case 'right':
+        if (b.left < from.right - 1 || b.right <= b.left) continue;
+        gap = b.left - from.right;
+        shared = overlap(from.top, from.bottom, b.top, b.bottom);
+        cross = Math.abs((b.top + b.bottom) / 2 - cy);
+        break;
+      case 'up':
+        if (b.bottom > from.top + 1 || b.bottom <= b.top) continue;
+        gap = from.top - b.bottom;
+        shared = overlap(from.left, from.right, b.left, b.right);
+        cross = Math.abs((b.left + b.right) / 2 - cx);
+        break;
+      case 'down':
+        if (b.top < from.bottom - 1 || b.bottom <= b.top) continue;
+        gap = b.top - from.bottom;
+        shared = overlap(from.left, from.right, b.left, b.right);
+        cross = Math.abs((b.left + b.right) / 2 - cx);
+        break;
+    }
+    // Panes beside the current one (sharing an edge span) come first; then the nearest; then the
+    // best aligned.
+    const score = (shared > 0 ? 0 : 1_000_000) + gap * 1000 + cross;
+    if (!best || score < best.score) best = { id: c.id, score };
+  }
+  return best ? best.id : null;
+}
+
+export function directionOf(key: string): Direction | null {
+  switch (key) {
+    case 'ArrowLeft':
+      return 'left';
+    case 'ArrowRight':
+      return 'right';
+    case 'ArrowUp':
+      return 'up';
+    case 'ArrowDown':
+      return 'down';
+    default:
+      return null;
+  }
+}
+
+const FOCUSABLE =
+  'textarea.xterm-helper-textarea, .cm-content, [data-focus-target], [role="tree"], [role="listbox"], button, [href], input, select, textarea, [tabindex]:not([tabindex="-1"])';
+
+/** Puts the focus inside a pane: its terminal, editor, tree or first focusable, else the pane itself. */
+export function focusPaneElement(el: HTMLElement): void {
+  const target = el.querySelector<HTMLElement>(FOCUSABLE);
+  (target ?? el).focus({ preventScroll: true });
+}
+
+/** Every visible pane element of the workbench, with its box. */
+export function paneCandidates(root: ParentNode = document): Candidate<HTMLElement>[] {
+  const out: Candidate<HTMLElement>[] = [];
+  for (const el of root.querySelectorAll<HTMLElement>('[data-pane-id]')) {
+    const r = el.getBoundingClientRect();
+    if (r.width < 2 || r.height < 2) continue;
+    // A pane that contains other panes (the shell area around split shells) is not a target itself.
+    if (el.querySelector('[data-pane-id]')) continue;
+    out.push({ id: el, box: { left: r.left, top: r.top, right: r.right, bottom: r.bottom } });
+  }
+  return out;
+}
+
+/** Moves the focus from the pane holding document.activeElement; answers the pane focused. */
+export function moveFocus(dir: Direction, root: ParentNode = document): HTMLElement | null {
+  const panes = paneCandidates(root);
+  if (panes.length === 0) return null;
+  const active = document.activeElement as HTMLElement | null;
+  const current = panes.find((p) => p.id === active || p.id.contains(active));
+  if (!current) {
+    focusPaneElement(panes[0].id);
+    return panes[0].id;
+  }
+  const next = nextPane(
+    current.box,
+    panes.filter((p) => p !== current),
+    dir,
+  );
+  if (next) focusPaneElement(next);
+  return next;
+}

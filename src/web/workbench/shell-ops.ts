@@ -1,0 +1,32 @@
+// The shell operations that palette commands and keys call. The mounted shell area installs the real
+// ones; until it mounts (or after it unmounts) they do nothing, except the terminal theme, which is a
+// cookie-backed preference that does not need a shell to exist.
+import { appState, setDarkTermTheme } from '#web/state/app.ts';
+import type { ShellKind } from './store.ts';
+
+export interface ShellOps {
+  newShell: (kind: ShellKind) => void;
+  split: () => void;
+  closeFocused: () => void;
+  search: () => void;
+  toggleTheme: () => void;
+  focusActive: () => void;
+}
+
+const idle: ShellOps = {
+  newShell: () => {},
+  split: () => {},
+  closeFocused: () => {},
+  search: () => {},
+  toggleTheme: () => setDarkTermTheme(!appState.darkTermTheme),
+  focusActive: () => {},
+};
+
+export const shellOps: ShellOps = { ...idle };
+
+export function installShellOps(ops: Partial<ShellOps>): () => void {
+  Object.assign(shellOps, ops);
+  return () => {
+    Object.assign(shellOps, idle);
+  };
+}

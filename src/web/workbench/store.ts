@@ -1,0 +1,234 @@
+// The workbench layout: which panes are shown, the sizes of every resizable group, the shell tabs
+// (each tab one shell or several side by side) and which pane has the focus. It is persisted per user
+// in localStorage, so a reload — or the next visit — opens the same workbench. Shells belong to an
+// apply: their ids are kept only while the apply they were opened on is the current one, so a reload
+// resumes the same shells and a new apply starts clean. Live terminal objects never enter this store.
+import { proxy, subscribe } from 'valtio';
+import type { Layout } from 'react-resizable-panels';
+import type { ShellType } from '#shared/shells.ts';
+
+export type ShellKind = ShellType;
+
+export interface ShellSlot {
+  /** Stable id of the slot in the layout (panel ids, focus). */
+  id: string;
+  kind: ShellKind;
+  /** The server's clientId once the shell is open; resumed after a reload. */
+  clientId: string | null;
+}
+
+export interface ShellTab {
+  id: string;
+  /** One slot, or several side by side (a split). */
+  slots: ShellSlot[];
+  /** The slot that has (or last had) the focus inside this tab. */
+  activeSlot: string;
+}
+
+export type PaneId = 'files' | 'editor' | 'shells' | 'load';
+
+export interface WorkbenchLayout {
+  version: 1;
+  show: Record<'files' | 'editor' | 'load', boolean>;
+  /** Sizes per resizable group id, in percent. */
+  groups: Record<string, Layout>;
+  /** The apply the tabs belong to. */
+  applyId: string | null;
+  tabs: ShellTab[];
+  activeTab: string | null;
+}
+
+export const LAYOUT_VERSION = 1;
+
+export function defaultLayout(): WorkbenchLayout {
+  return {
+    version: LAYOUT_VERSION,
+    show: { files: true, editor: true, load: true },
+    groups: {},
+    applyId: null,
+    tabs: [],
+    activeTab: null,
+  };
+}
+
+export const workbench = proxy({
+  userKey: '',
+  layout: defaultLayout(),
+  /** The pane that has the keyboard focus (for the focus ring and focus movement). */
+  focused: 'shells' as PaneId,
+});
+
+export function storageKey(user: string): string {
+  return `bianbu.workbench.${user || 'anonymous'}`;
+}
+
+/** A saved layout, checked field by field: anything malformed falls back to the default. */
+export function parseLayout(raw: string | null): WorkbenchLayout {
+  const base = defaultLayout();
+  if (!raw) return base;
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return base;
+  }
+  if (!v || typeof v !== 'object' || (v as { version?: unknown }).version !== LAYOUT_VERSION) return base;
+  const o = v as Partial<WorkbenchLayout>;
+  if (o.show && typeof o.show === 'object') {
+    for (const k of ['files', 'editor', 'load'] as const) {
+      if (typeof o.show[k] === 'boolean') base.show[k] = o.show[k];
+    }
+  }
+  if (o.groups && typeof o.groups === 'object') {
+    for (const [gid, layout] of Object.entries(o.groups)) {
+      if (!layout || typeof layout !== 'object') continue;
+      const clean: Layout = {};
+      for (const [pid, size] of Object.entries(layout)) {
+        if (typeof size === 'number' && size >= 0 && size <= 100) clean[pid] = size;
+      }
+      base.groups[gid] = clean;
+    }
+  }
+  base.applyId = typeof o.applyId === 'string' ? o.applyId : null;
+  if (Array.isArray(o.tabs)) {
+    for (const tab of o.tabs) {
+      if (!tab || typeof tab.id !== 'string' || !Array.isArray(tab.slots)) continue;
+      const slots = tab.slots
+        .filter((s) => s && typeof s.id === 'string' && (s.kind === 'login' || s.kind === 'serial'))
+        .map((s) => ({ id: s.id, kind: s.kind, clientId: typeof s.clientId === 'string' ? s.clientId : null }));
+      if (slots.length === 0) continue;
+      const activeSlot = slots.some((s) => s.id === tab.activeSlot) ? tab.activeSlot : slots[0].id;
+      base.tabs.push({ id: tab.id, slots, activeSlot });
+    }
+  }
+  base.activeTab = base.tabs.some((t) => t.id === o.activeTab) ? (o.activeTab as string) : (base.tabs[0]?.id ?? null);
+  return base;
+}
+
+let unsubscribe: (() => void) | null = null;
+
+/**
+ * Loads the user's layout and keeps saving it. Shells opened on another apply are dropped: that apply
+ * (and its shells) ended, the layout's sizes and panes stay.
+ */
+export function bindWorkbench(user: string, applyId: string): void {
+  const key = storageKey(user);
+  unsubscribe?.();
+  let layout: WorkbenchLayout;
+  try {
+    layout = parseLayout(localStorage.getItem(key));
+  } catch {
+    layout = defaultLayout();
+  }
+  if (layout.applyId !== applyId) {
+    layout.tabs = [];
+    layout.activeTab = null;
+    layout.applyId = applyId;
+  }
+  workbench.userKey = key;
+  workbench.layout = layout;
+  unsubscribe = subscribe(workbench.layout, () => save());
+  save();
+}
+
+export function unbindWorkbench(): void {
+  unsubscribe?.();
+  unsubscribe = null;
+}
+
+function save(): void {
+  if (!workbench.userKey) return;
+  try {
+    localStorage.setItem(workbench.userKey, JSON.stringify(workbench.layout));
+  } catch {
+    // Storage full or disabled: the layout still works for this visit.
+  }
+}
+
+let idCounter = 0;
+export function newId(prefix: string): string {
+  idCounter++;
+  return `${prefix}-${Date.now().toString(36)}${idCounter.toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+}
+
+export function setGroupLayout(groupId: string, layout: Layout): void {
+  workbench.layout.groups[groupId] = { ...layout };
+}
+
+export function togglePane(pane: 'files' | 'editor' | 'load', on?: boolean): void {
+  workbench.layout.show[pane] = on ?? !workbench.layout.show[pane];
+}
+
+export function activeTab(): ShellTab | undefined {
+  const l = workbench.layout;
+  return l.tabs.find((t) => t.id === l.activeTab);
+}
+
+/** A new tab with one shell (or serial console); answers the new slot. */
+export function addTab(kind: ShellKind): ShellSlot {
+  const slot: ShellSlot = { id: newId('sh'), kind, clientId: null };
+  const tab: ShellTab = { id: newId('tab'), slots: [slot], activeSlot: slot.id };
+  workbench.layout.tabs.push(tab);
+  workbench.layout.activeTab = tab.id;
+  return slot;
+}
+
+/** A new shell beside the active one in the active tab (a tab is opened when there is none). */
+export function splitActive(kind: ShellKind = 'login'): ShellSlot {
+  const tab = activeTab();
+  if (!tab) return addTab(kind);
+  const slot: ShellSlot = { id: newId('sh'), kind, clientId: null };
+  const at = tab.slots.findIndex((s) => s.id === tab.activeSlot);
+  tab.slots.splice(at + 1, 0, slot);
+  tab.activeSlot = slot.id;
+  // The split's sizes were for fewer panels: let them share the width evenly again.
+  delete workbench.layout.groups[`split-${tab.id}`];
+  return slot;
+}
+
+/** Removes a slot; an emptied tab goes too. Answers the removed slot. */
+export function removeSlot(slotId: string): ShellSlot | undefined {
+  const l = workbench.layout;
+  for (const tab of l.tabs) {
+    const i = tab.slots.findIndex((s) => s.id === slotId);
+    if (i < 0) continue;
+    const [slot] = tab.slots.splice(i, 1);
+    delete l.groups[`split-${tab.id}`];
+    if (tab.slots.length === 0) {
+      const ti = l.tabs.findIndex((x) => x.id === tab.id);
+      l.tabs.splice(ti, 1);
+      if (l.activeTab === tab.id) l.activeTab = l.tabs[Math.min(ti, l.tabs.length - 1)]?.id ?? null;
+    } else if (tab.activeSlot === slotId) {
+      tab.activeSlot = tab.slots[Math.max(0, i - 1)].id;
+    }
+    return slot;
+  }
+  return undefined;
+}
+
+export function setClientId(slotId: string, clientId: string | null): void {
+  for (const tab of workbench.layout.tabs) {
+    const s = tab.slots.find((x) => x.id === slotId);
+    if (s) s.clientId = clientId;
+  }
+}
+
+export function selectTab(tabId: string): void {
+  if (workbench.layout.tabs.some((t) => t.id === tabId)) workbench.layout.activeTab = tabId;
+}
+
+export function cycleTab(delta: number): void {
+  const l = workbench.layout;
+  if (l.tabs.length === 0) return;
+  const i = l.tabs.findIndex((t) => t.id === l.activeTab);
+  l.activeTab = l.tabs[(i + delta + l.tabs.length) % l.tabs.length].id;
+}
+
+export function setActiveSlot(slotId: string): void {
+  for (const tab of workbench.layout.tabs) {
+    if (tab.slots.some((s) => s.id === slotId)) {
+      tab.activeSlot = slotId;
+      workbench.layout.activeTab = tab.id;
+    }
+  }
+}
