@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '#server/clock.ts';
 import { freshStorage, makeTestApp, type TestApp, usingPostgres } from './helpers/app.ts';
-import { makeUser, type TestUser } from './helpers/users.ts';
-import { boardState, endIn, H48, lifecycleOnly, makeBoard, noTimer } from './leases.fixtures.ts';
+import type { TestUser } from './helpers/users.ts';
+import { boardState, endIn, H48, lifecycleOnly, makeBoard, makeUser, noTimer } from './leases.fixtures.ts';
 
 async function listen(app: FastifyInstance): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -8,9 +8,19 @@ import { boards } from '#server/db/schema/boards.ts';
 import type { Feature } from '#server/feature.ts';
 import { leasesFeature } from '#server/leases/leases.routes.ts';
 import { systemFeature } from '#server/system/system.routes.ts';
-import type { TestUser } from './helpers/users.ts';
+import { makeUser as makeIdentityUser, type TestUser } from './helpers/users.ts';
 
 let seq = 0;
+
+/**
+ * A user whose token does not expire: these suites move the service's clock days ahead, and tokens
+ * are checked against that clock.
+ */
+export async function makeUser(app: FastifyInstance): Promise<TestUser> {
+  const u = await makeIdentityUser(app);
+  await app.storage.query('update credentials set expires_at = null where user_id = $1', [u.id]);
+  return u;
+}
 
 export async function makeBoard(
   app: FastifyInstance,
@@ -52,10 +62,12 @@ export function recorderFeature(rec: Recorded): Feature {
       app.decorate('notify', (userId: string, n: { kind: string; data: Record<string, unknown> }) => {
         rec.notices.push({ userId, kind: n.kind, data: n.data });
       });
-      app.decorate('shells', {
-        closeForApply: (applyId: string, reason: string) => void rec.closedApplies.push({ applyId, reason }),
-        closeForBoard: (deviceId: string, reason: string) => void rec.closedBoards.push({ deviceId, reason }),
-      });
+      // Only the two methods the lifecycle calls; the realtime feature's ShellManager is not in these apps.
+      const shells = {
+        closeForApply: async (applyId: string, reason = '') => void rec.closedApplies.push({ applyId, reason }),
+        closeForBoard: async (deviceId: string, reason = '') => void rec.closedBoards.push({ deviceId, reason }),
+      };
+      app.decorate('shells', shells as never);
     },
   };
 }

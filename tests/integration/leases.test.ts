@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HOUR_MS, LEASE_END_TOLERANCE_MS } from '#shared/constants.ts';
 import { ManualClock } from '#server/clock.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
-import { makeUser, type TestUser } from './helpers/users.ts';
+import type { TestUser } from './helpers/users.ts';
 import {
   boardState,
   call,
@@ -12,6 +12,7 @@ import {
   lifecycleOnly,
   M1,
   makeBoard,
+  makeUser,
   newRecorded,
   noTimer,
   type Recorded,

@@ -2,6 +2,7 @@
 // the realtime shells (closed when an apply or lease ends) and the user notification bus. Each is an
 // optional decoration, looked up when needed, so leases work (and are tested) before the others land
 // and whichever lands first decides nothing for the rest.
+import type { EventEmitter } from 'node:events';
 import type { FastifyInstance } from 'fastify';
 import type { BoardDriver, MetricsSample } from '#server/boards/driver.ts';
 
@@ -12,6 +13,17 @@ export interface LabPort {
   /** Restores the board's default image; the board boots again. */
   resetToDefault(boardId: string): Promise<unknown>;
   recentMetrics(boardId: string, sinceMs: number): Promise<MetricsSample[]>;
+  /** Board state changes ('state', BoardChange), whoever makes them; the realtime channel listens. */
+  events?: EventEmitter;
+}
+
+/** One board state change, as the lab emits it on `events` ('state'). */
+export interface BoardChange {
+  boardId: string;
+  from: string | null;
+  to: string;
+  reason: string;
+  at: string;
 }
 
 /** What leases need of the realtime shells (`app.shells`). */
@@ -36,6 +48,7 @@ interface Optional {
   boards?: LabPort;
   shells?: ShellCloser;
   notify?: Notifier;
+  realtime?: { publishToUser?(userId: string, n: LeaseNotification): unknown };
 }
 
 export function labOf(app: FastifyInstance): LabPort | null {
@@ -58,11 +71,26 @@ export async function closeShells(
   }
 }
 
+/** Board state changes made here go out on the lab's stream, like the lab's own. */
+export function emitBoardChanges(app: FastifyInstance, changes: readonly BoardChange[]): void {
+  const events = labOf(app)?.events;
+  if (!events) return;
+  for (const c of changes) {
+    try {
+      events.emit('state', c);
+    } catch (err) {
+      app.log.warn({ err, change: c }, 'a board state listener failed');
+    }
+  }
+}
+
+/** Through `app.notify` when a feature provides one, else the realtime hub's per-user queue. */
 export async function notifyUser(app: FastifyInstance, userId: string, n: LeaseNotification): Promise<void> {
-  const notify = (app as unknown as Optional).notify;
-  if (!notify) return;
+  const { notify, realtime } = app as unknown as Optional;
+  const send: Notifier | undefined = notify ?? (realtime?.publishToUser ? (u, x) => realtime.publishToUser?.(u, x) : undefined);
+  if (!send) return;
   try {
-    await notify(userId, n);
+    await send(userId, n);
   } catch (err) {
     app.log.warn({ err, userId, kind: n.kind }, 'notifying a user failed');
   }

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import { type SQL, sql } from 'drizzle-orm';
 import type { Db } from '#server/db/client.ts';
+import type { BoardChange } from './collaborators.ts';
 import { type AttributeFilters, boardFilterSql } from './filters.ts';
 
 type Executor = Pick<Db, 'execute'>;
@@ -104,6 +105,7 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 /** Boards change state only from an expected state; each change leaves a board_events row. */
 async function transitionBoard(
   tx: Executor,
+  changes: BoardChange[],
   boardId: string,
   from: readonly string[],
   to: string,
@@ -129,13 +131,26 @@ async function transitionBoard(
     sql`insert into board_events (board_id, at, kind, from_state, to_state, reason)
         values (${boardId}, ${at(now)}, 'state', ${changed[0].from_state}, ${to}, ${reason})`,
   );
+  changes.push({ boardId, from: changed[0].from_state, to, reason, at: now.toISOString() });
   return changed[0].from_state;
 }
 
 const noLiveLease = sql`not exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`;
 
 export class LeaseRepo {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Called with the board state changes of a transaction once it has committed. */
+    private readonly onBoardChanges: (changes: BoardChange[]) => void = () => {},
+  ) {}
+
+  /** Runs `fn` in a transaction; the board changes it records are announced after the commit. */
+  private async inTx<T>(fn: (tx: Executor, changes: BoardChange[]) => Promise<T>): Promise<T> {
+    const changes: BoardChange[] = [];
+    const result = await this.db.transaction((tx) => fn(tx, changes));
+    if (changes.length) this.onBoardChanges(changes);
+    return result;
+  }
 
   listLive(userId: string, now: Date): Promise<LeaseRow[]> {
     return rows(
@@ -175,7 +190,7 @@ export class LeaseRepo {
     const { userId, serverName, filters, now } = input;
     const leaseId = crypto.randomUUID();
     try {
-      return await this.db.transaction(async (tx): Promise<RequestOutcome> => {
+      return await this.inTx(async (tx, changes): Promise<RequestOutcome> => {
         const clash = await rows(
           tx,
           sql`select 1 from leases where user_id = ${userId} and server_name = ${serverName} and state = 'live' limit 1`,
@@ -208,6 +223,7 @@ export class LeaseRepo {
           sql`insert into board_events (board_id, at, kind, from_state, to_state, reason)
               values (${boardId}, ${at(now)}, 'state', 'idle', 'leased', ${reason})`,
         );
+        changes.push({ boardId, from: 'idle', to: 'leased', reason, at: now.toISOString() });
         try {
           await tx.execute(
             sql`insert into leases (id, user_id, board_id, server_name, duration_key, filter, state, started_at, ends_at)
@@ -284,7 +300,7 @@ export class LeaseRepo {
    * before it is clean — all or nothing. Null when the caller holds no such live lease.
    */
   async release(userId: string, boardId: string, serverName: string, now: Date): Promise<EndedLease | null> {
-    return this.db.transaction(async (tx) => {
+    return this.inTx(async (tx, changes) => {
       const [lease] = await rows<Omit<EndedLease, 'closedApplyIds'>>(
         tx,
         sql`update leases set state = 'released', ended_at = ${at(now)}, cleanup_claimed_at = ${at(now)}
@@ -293,7 +309,7 @@ export class LeaseRepo {
       );
       if (!lease) return null;
       const closed = await this.closeAppliesOf(tx, [lease.id], 'released', now);
-      await transitionBoard(tx, boardId, ['leased', 'flashing', 'resetting'], 'resetting', 'lease released', now);
+      await transitionBoard(tx, changes, boardId, ['leased', 'flashing', 'resetting'], 'resetting', 'lease released', now);
       return { ...lease, closedApplyIds: closed.filter((c) => c.lease_id === lease.id).map((c) => c.id) };
     });
   }
@@ -314,7 +330,7 @@ export class LeaseRepo {
 
   /** Claims leases past their end (at most `limit`), ends them, closes their applies, marks boards resetting. */
   async expireDue(now: Date, limit = 200): Promise<EndedLease[]> {
-    return this.db.transaction(async (tx) => {
+    return this.inTx(async (tx, changes) => {
       const ended = await rows<Omit<EndedLease, 'closedApplyIds'>>(
         tx,
         sql`update leases set state = 'expired', ended_at = ${at(now)}, cleanup_claimed_at = ${at(now)}
@@ -331,7 +347,15 @@ export class LeaseRepo {
         now,
       );
       for (const l of ended) {
-        await transitionBoard(tx, l.board_id, ['leased', 'flashing', 'resetting'], 'resetting', 'lease expired', now);
+        await transitionBoard(
+          tx,
+          changes,
+          l.board_id,
+          ['leased', 'flashing', 'resetting'],
+          'resetting',
+          'lease expired',
+          now,
+        );
       }
       return ended.map((l) => ({
         ...l,
@@ -389,7 +413,7 @@ export class LeaseRepo {
 
   /** Before a retried cleanup: the board goes (back) to resetting unless someone holds it or it is offline. */
   async prepareRetriedCleanup(leaseId: string, boardId: string, now: Date): Promise<'ready' | 'skip' | 'abandon'> {
-    return this.db.transaction(async (tx) => {
+    return this.inTx(async (tx, changes) => {
       const [b] = await rows<{ state: string; live: boolean }>(
         tx,
         sql`select b.state, exists (select 1 from leases x where x.board_id = b.id and x.state = 'live') as live
@@ -403,26 +427,38 @@ export class LeaseRepo {
         return 'abandon';
       }
       if (b.state === 'offline') return 'skip';
-      await transitionBoard(tx, boardId, ['idle', 'leased', 'flashing', 'resetting'], 'resetting', 'lease ended', now, noLiveLease);
+      await transitionBoard(
+        tx,
+        changes,
+        boardId,
+        ['idle', 'leased', 'flashing', 'resetting'],
+        'resetting',
+        'lease ended',
+        now,
+        noLiveLease,
+      );
       return 'ready';
     });
   }
 
   /** The board is clean: back to idle (unless an operator took it meanwhile), and the cleanup is done. */
   async finishCleanup(leaseId: string, boardId: string, now: Date): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await transitionBoard(tx, boardId, ['resetting'], 'idle', 'restored to default after lease', now, noLiveLease);
+    await this.inTx(async (tx, changes) => {
+      await transitionBoard(tx, changes, boardId, ['resetting'], 'idle', 'restored to default after lease', now, noLiveLease);
       await tx.execute(sql`update leases set cleaned_at = ${at(now)}, cleanup_error = null where id = ${leaseId}`);
     });
   }
 
   /** Restoring failed: the board goes to maintenance for an operator rather than back to the pool dirty. */
   async failCleanup(leaseId: string, boardId: string, message: string, now: Date): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    await this.inTx(async (tx, changes) => {
+      // offline too: the lab marks a board offline when its restore fails, and would hand it out again
+      // as soon as it answers a probe.
       await transitionBoard(
         tx,
+        changes,
         boardId,
-        ['resetting', 'idle', 'leased'],
+        ['resetting', 'idle', 'leased', 'offline'],
         'maintenance',
         `restore after lease failed: ${message}`.slice(0, 500),
         now,
@@ -436,13 +472,14 @@ export class LeaseRepo {
 
   /** Board state changes around a power reset: leased → resetting, and back. */
   beginPowerReset(boardId: string, now: Date): Promise<string | null> {
-    return this.db.transaction((tx) => transitionBoard(tx, boardId, ['leased'], 'resetting', 'power reset', now));
+    return this.inTx((tx, changes) => transitionBoard(tx, changes, boardId, ['leased'], 'resetting', 'power reset', now));
   }
 
   endPowerReset(boardId: string, ok: boolean, now: Date): Promise<string | null> {
-    return this.db.transaction((tx) =>
+    return this.inTx((tx, changes) =>
       transitionBoard(
         tx,
+        changes,
         boardId,
         ['resetting'],
         'leased',
@@ -451,6 +488,24 @@ export class LeaseRepo {
         sql`exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`,
       ),
     );
+  }
+
+  /**
+   * A board held by a live lease shows as leased. Anything that reset board states without knowing
+   * about leases (a lab restarting marks boards it found busy idle) is corrected here.
+   */
+  async reconcileHeldBoards(now: Date): Promise<number> {
+    return this.inTx(async (tx, changes) => {
+      const held = await rows<{ id: string }>(
+        tx,
+        sql`select b.id from boards b where b.state = 'idle' and b.retired_at is null
+              and exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`,
+      );
+      for (const b of held) {
+        await transitionBoard(tx, changes, b.id, ['idle'], 'leased', 'held by a live lease', now);
+      }
+      return changes.length;
+    });
   }
 
   async boardState(boardId: string): Promise<string | null> {

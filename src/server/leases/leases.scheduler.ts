@@ -1,6 +1,7 @@
 // The expiry scheduler. Each tick, reading time from app.clock: expire leases past their end (and
 // return their boards to the pool), send the 1 h and 24 h warnings that are due, and take over board
-// cleanups an instance abandoned mid-way. Every step claims its rows with a conditional UPDATE, so
+// cleanups an instance abandoned mid-way, and show boards held by a live lease as leased whatever
+// reset their state. Every step claims its rows with a conditional UPDATE, so
 // several instances on one PostgreSQL can tick at once and each expiry and warning still happens
 // exactly once. Nothing is kept in memory between ticks: a restart picks up where storage says, and
 // never moves an end. Between ticks the scheduler sleeps until the next due instant (an end or a
@@ -92,6 +93,7 @@ export class LeaseScheduler {
       ...within24h.map((l) => this.service.warn(l, '24h')),
     ]);
 
+    await repo.reconcileHeldBoards(now);
     const stale = await repo.claimStaleCleanups(now, STALE_CLEANUP_MS);
     for (const s of stale) {
       const step = await repo.prepareRetriedCleanup(s.id, s.board_id, this.app.clock.now());

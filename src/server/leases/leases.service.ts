@@ -19,7 +19,7 @@ import {
 import { DriverError, type MetricsSample } from '#server/boards/driver.ts';
 import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
 import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
-import { closeShells, type LabPort, labOf, notifyUser } from './collaborators.ts';
+import { closeShells, emitBoardChanges, type LabPort, labOf, notifyUser } from './collaborators.ts';
 import type { AttributeFilters } from './filters.ts';
 import { type ApplyRow, type EndedLease, LeaseRepo, type LeaseRow, toIso } from './leases.repo.ts';
 import { type LoadKind, loadSeries } from './load.ts';
@@ -51,7 +51,7 @@ export class LeaseService {
   private readonly pending = new Set<Promise<void>>();
 
   constructor(private readonly app: FastifyInstance) {
-    this.repo = new LeaseRepo(app.storage.db);
+    this.repo = new LeaseRepo(app.storage.db, (changes) => emitBoardChanges(app, changes));
   }
 
   private now(): Date {
@@ -267,10 +267,17 @@ export class LeaseService {
     };
   }
 
-  /** Restores the board and returns it to the pool; never throws (the outcome is stored). */
+  /**
+   * Restores the board and returns it to the pool; never throws (the outcome is stored). A board that
+   * is offline cannot be restored now: its cleanup stays pending and the scheduler retries it later.
+   */
   async cleanup(leaseId: string, boardId: string): Promise<void> {
     const lab = labOf(this.app);
     try {
+      if ((await this.repo.boardState(boardId)) === 'offline') {
+        this.app.log.info({ leaseId, boardId }, 'board offline: restoring it after its lease is deferred');
+        return;
+      }
       if (lab) await lab.resetToDefault(boardId);
       await this.repo.finishCleanup(leaseId, boardId, this.now());
     } catch (err) {
