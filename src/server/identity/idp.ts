@@ -170,7 +170,9 @@ export async function mountEmbeddedIdp(
   // provider are served from one origin, so this is still same-origin and exact).
   const publicConfigured = app.config.BIANBU_PUBLIC_URL;
   provider.Client.prototype.redirectUriAllowed = function redirectUriAllowed(value: string) {
-    return consoleRedirectAllowed(value, publicConfigured, Provider.ctx?.origin);
+    const ctx = Provider.ctx;
+    // Koa's ctx.origin is not reliable here (null); build it from protocol and host (proxy-aware).
+    return consoleRedirectAllowed(value, publicConfigured, ctx ? `${ctx.protocol}://${ctx.host}` : undefined);
   };
 
   const callback = provider.callback();
