@@ -429,7 +429,8 @@ export class StompConnection {
         view.state = 'live';
         view.next = o + data.length;
         const lost = Number(h.lost) || 0;
-        if (data.length || lost) this.sendOutput(view, o, [data], data.length, lost);
+        // Sent even when empty: it tells the client where the stream starts and that it is live.
+        this.sendOutput(view, o, [data], data.length, lost);
         view.attached?.({ ok: true });
         return;
       }

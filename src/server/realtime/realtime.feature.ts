@@ -1,10 +1,13 @@
 // The realtime feature: the bus (app.bus), the /ws STOMP endpoint (app.realtime) and the shell
 // sessions (app.shells) with their two HTTP calls.
+import type { EventEmitter } from 'node:events';
 import type { Feature } from '#server/feature.ts';
 import { ShellManager } from '#server/shells/manager.ts';
 import { driverLookup, shellRoutes } from '#server/shells/shells.routes.ts';
 import { type Bus, MemoryBus, RedisBus } from './bus.ts';
 import { allowedOriginsFromConfig, RealtimeHub } from './hub.ts';
+
+const stopListening = new WeakMap<object, () => void>();
 
 export const realtimeFeature: Feature = {
   name: 'realtime',
@@ -35,8 +38,17 @@ export const realtimeFeature: Feature = {
   async start(app) {
     await app.shells.start();
     await app.realtime.start(app.server);
+    // Board state changes made on this instance go to every holder's console, on every instance.
+    const events = (app as { boards?: { events?: EventEmitter } }).boards?.events;
+    if (events) {
+      const onState = (c: { boardId: string; to: string; reason?: string; at?: string }) =>
+        app.realtime.publishBoardState(c.boardId, { state: c.to, reason: c.reason, at: c.at });
+      events.on('state', onState);
+      stopListening.set(app, () => events.off('state', onState));
+    }
   },
   async stop(app) {
+    stopListening.get(app)?.();
     await app.realtime.stop();
     await app.shells.stop();
     await app.bus.close();

@@ -88,6 +88,8 @@ export class TestPtyDriver implements BoardDriver {
   powerReset = async () => this.unsupported();
   flash = async () => this.unsupported();
   callPlugin = async () => this.unsupported();
+  restoreDefault = async () => this.unsupported();
+  connectPort = async () => this.unsupported();
 }
 
 /** Decorates `app.boards` with test PTY drivers, one per board id. */
@@ -97,6 +99,7 @@ export function testBoardsFeature(): Feature & { drivers: Map<string, TestPtyDri
     name: 'test-boards',
     drivers,
     setup(app: FastifyInstance) {
+      // Only `driver()` is used by shells; the real board lab is not in these apps.
       app.decorate('boards', {
         driver(id: string) {
           let d = drivers.get(id);
@@ -106,7 +109,7 @@ export function testBoardsFeature(): Feature & { drivers: Map<string, TestPtyDri
           }
           return d;
         },
-      });
+      } as never);
     },
     async stop() {
       for (const d of drivers.values()) await d.stop();

@@ -1,0 +1,308 @@
+// A live terminal bound to one shell on the board, kept outside React in a registry so a pane can
+// unmount and come back (tab switch, split, layout change) without losing scrollback.
+//
+// Lifecycle: created on first use of a shell id → subscribes to the shell's output on the tab's
+// realtime connection (and again after every reconnect, from the next byte it has not received) →
+// writes output into xterm and acknowledges bytes as xterm parses them (write callbacks) → input
+// and resizes go out as SENDs while live → ends when the server says the shell closed (the reason
+// is written into the terminal and the pane), or when `disposeShell` drops it.
+import { FitAddon } from '@xterm/addon-fit';
+import { SearchAddon } from '@xterm/addon-search';
+import { Unicode11Addon } from '@xterm/addon-unicode11';
+import { WebLinksAddon } from '@xterm/addon-web-links';
+import { WebglAddon } from '@xterm/addon-webgl';
+import { type ITheme, Terminal } from '@xterm/xterm';
+import type { IMessage } from '@stomp/stompjs';
+import { proxy, subscribe as watch } from 'valtio';
+import { Destinations, RealtimeEvent, SHELL_FLOW, SHELL_INPUT_CHUNK_BYTES } from '#shared/realtime.ts';
+import { t } from '#web/i18n/i18n.ts';
+import { realtime, realtimeState, type TopicHandle } from '#web/realtime/client.ts';
+import { appState } from '#web/state/app.ts';
+
+export type ShellStatus = 'connecting' | 'live' | 'disconnected' | 'closed';
+
+export const DARK_THEME: ITheme = {
+  background: '#0d1117',
+  foreground: '#e6edf3',
+  cursor: '#e6edf3',
+  selectionBackground: '#264f78',
+  black: '#484f58',
+  red: '#ff7b72',
+  green: '#3fb950',
+  yellow: '#d29922',
+  blue: '#58a6ff',
+  magenta: '#bc8cff',
+  cyan: '#39c5cf',
+  white: '#b1bac4',
+  brightBlack: '#6e7681',
+  brightRed: '#ffa198',
+  brightGreen: '#56d364',
+  brightYellow: '#e3b341',
+  brightBlue: '#79c0ff',
+  brightMagenta: '#d2a8ff',
+  brightCyan: '#56d4dd',
+  brightWhite: '#f0f6fc',
+};
+
+export const LIGHT_THEME: ITheme = {
+  background: '#ffffff',
+  foreground: '#1f2328',
+  cursor: '#1f2328',
+  selectionBackground: '#b6d7ff',
+  black: '#24292f',
+  red: '#cf222e',
+  green: '#116329',
+  yellow: '#4d2d00',
+  blue: '#0969da',
+  magenta: '#8250df',
+  cyan: '#1b7c83',
+  white: '#6e7781',
+  brightBlack: '#57606a',
+  brightRed: '#a40e26',
+  brightGreen: '#1a7f37',
+  brightYellow: '#633c01',
+  brightBlue: '#218bff',
+  brightMagenta: '#a475f9',
+  brightCyan: '#3192aa',
+  brightWhite: '#8c959f',
+};
+
+export const terminalTheme = (dark: boolean): ITheme => (dark ? DARK_THEME : LIGHT_THEME);
+
+const encoder = new TextEncoder();
+
+export class LiveShell {
+  readonly term: Terminal;
+  readonly search = new SearchAddon();
+  private readonly fit = new FitAddon();
+  private webgl: WebglAddon | null = null;
+  /** Observable bits for the pane (status, closing reason, renderer). */
+  readonly view = proxy({
+    status: 'connecting' as ShellStatus,
+    reason: '',
+    renderer: 'dom' as 'webgl' | 'dom',
+  });
+  /** Next absolute offset we need from the server (bytes received so far). */
+  private received = -1;
+  /** Absolute offset xterm has parsed up to. */
+  private processed = -1;
+  private acked = -1;
+  private topic: TopicHandle | null;
+  private opened = false;
+  private lastSize = '';
+  private readonly stopWatching: Array<() => void> = [];
+
+  constructor(readonly shellId: string) {
+    this.term = new Terminal({
+      allowProposedApi: true,
+      cursorBlink: true,
+      scrollback: 10_000,
+      fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace',
+      fontSize: 13,
+      theme: terminalTheme(appState.darkTermTheme),
+      disableStdin: true,
+    });
+    this.term.loadAddon(this.fit);
+    this.term.loadAddon(this.search);
+    this.term.loadAddon(new WebLinksAddon());
+    this.term.loadAddon(new Unicode11Addon());
+    this.term.unicode.activeVersion = '11';
+    this.term.onData((d) => this.input(encoder.encode(d)));
+    this.term.onBinary((d) => this.input(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
+    this.term.onResize(() => this.sendSize(false));
+    this.term.attachCustomKeyEventHandler((e) => this.onKey(e));
+    this.topic = realtime.subscribe(
+      Destinations.shellOutput(shellId),
+      (m) => this.onMessage(m),
+      () => this.subscribeHeaders(),
+    );
+    this.stopWatching.push(
+      watch(realtimeState, () => this.syncStatus()),
+      watch(appState, () => {
+        this.term.options.theme = terminalTheme(appState.darkTermTheme);
+      }),
+    );
+    this.syncStatus();
+  }
+
+  /** Puts the terminal into a container; the first time opens it, later times move its element. */
+  mount(container: HTMLElement): void {
+    if (!this.opened) {
+      this.term.open(container);
+      this.opened = true;
+      this.loadWebgl();
+    } else if (this.term.element && this.term.element.parentElement !== container) {
+      container.appendChild(this.term.element);
+    }
+    this.refit();
+  }
+
+  /** Fits to the container unless it is hidden (a zero-size fit would shrink the remote program). */
+  refit(): void {
+    const el = this.term.element?.parentElement;
+    if (!el || el.offsetParent === null || el.clientWidth === 0 || el.clientHeight === 0) return;
+    try {
+      this.fit.fit();
+    } catch {
+      // fit throws while the renderer has no dimensions yet; the next observation retries.
+    }
+    this.sendSize(false);
+  }
+
+  focus(): void {
+    this.term.focus();
+  }
+
+  dispose(): void {
+    this.topic?.unsubscribe();
+    this.topic = null;
+    for (const s of this.stopWatching.splice(0)) s();
+    this.term.dispose();
+  }
+
+  private loadWebgl(): void {
+    try {
+      const webgl = new WebglAddon();
+      webgl.onContextLoss(() => {
+        // The GPU context went away (driver reset, too many contexts): fall back to the DOM renderer.
+        webgl.dispose();
+        this.webgl = null;
+        this.view.renderer = 'dom';
+      });
+      this.term.loadAddon(webgl);
+      this.webgl = webgl;
+      this.view.renderer = 'webgl';
+    } catch {
+      this.webgl = null;
+      this.view.renderer = 'dom';
+    }
+  }
+
+  private subscribeHeaders(): Record<string, string> {
+    // Called on every (re)subscribe: after the SUBSCRIBE goes out, tell the shell our size again.
+    queueMicrotask(() => this.sendSize(true));
+    return this.received >= 0 ? { offset: String(this.received) } : {};
+  }
+
+  private onMessage(m: IMessage): void {
+    const event = m.headers.event;
+    if (event === RealtimeEvent.refused || event === RealtimeEvent.closed) {
+      const key =
+        event === RealtimeEvent.closed
+          ? m.headers.reason || 'shell.exited'
+          : m.headers.error || 'resource.not_found';
+      this.end(key);
+      return;
+    }
+    let offset = Number(m.headers.offset);
+    let bytes = m.binaryBody;
+    const lost = Number(m.headers.truncated) || 0;
+    if (lost > 0) this.term.write(`\r\n\x1b[2m${t('terminal:notice.truncated', { count: lost })}\x1b[0m\r\n`);
+    if (this.received < 0) {
+      this.received = offset;
+      this.processed = offset;
+      this.acked = offset;
+    }
+    if (offset + bytes.length <= this.received) return;
+    if (offset < this.received) {
+      bytes = bytes.subarray(this.received - offset);
+      offset = this.received;
+    }
+    this.received = offset + bytes.length;
+    if (this.view.status !== 'closed') this.syncStatus();
+    const end = this.received;
+    this.term.write(bytes, () => {
+      this.processed = end;
+      this.maybeAck();
+    });
+  }
+
+  /** Acknowledge every ackEveryBytes while streaming, and whatever is left once xterm catches up. */
+  private maybeAck(): void {
+    const idle = this.processed === this.received;
+    if (this.processed - this.acked >= SHELL_FLOW.ackEveryBytes || (idle && this.processed > this.acked)) {
+      if (realtime.publish(Destinations.shellAck(this.shellId), '', { offset: String(this.processed) }))
+        this.acked = this.processed;
+    }
+  }
+
+  private input(bytes: Uint8Array): void {
+    if (this.view.status !== 'live') return;
+    for (let i = 0; i < bytes.length; i += SHELL_INPUT_CHUNK_BYTES)
+      realtime.publish(Destinations.shellInput(this.shellId), bytes.subarray(i, i + SHELL_INPUT_CHUNK_BYTES));
+  }
+
+  private sendSize(force: boolean): void {
+    if (this.view.status === 'closed' || !realtime.connected) return;
+    const size = `${this.term.cols}x${this.term.rows}`;
+    if (!force && size === this.lastSize) return;
+    this.lastSize = size;
+    realtime.publish(
+      Destinations.shellResize(this.shellId),
+      JSON.stringify({ cols: this.term.cols, rows: this.term.rows }),
+    );
+  }
+
+  private syncStatus(): void {
+    if (this.view.status === 'closed') return;
+    const s = realtimeState.status;
+    const status: ShellStatus =
+      s === 'connected'
+        ? this.received >= 0
+          ? 'live'
+          : 'connecting'
+        : s === 'connecting' || s === 'idle'
+          ? 'connecting'
+          : 'disconnected';
+    if (status !== 'live') this.lastSize = '';
+    this.view.status = status;
+    this.view.reason =
+      status === 'disconnected'
+        ? realtimeState.status === 'ended'
+          ? 'session.ended'
+          : 'connection.lost'
+        : '';
+    this.term.options.disableStdin = status !== 'live';
+  }
+
+  private end(reason: string): void {
+    if (this.view.status === 'closed') return;
+    this.view.status = 'closed';
+    this.view.reason = reason;
+    this.term.options.disableStdin = true;
+    this.term.write(
+      `\r\n\x1b[33m${t(`terminal:closed.${reason}`, { defaultValue: t('terminal:closed.generic') })}\x1b[0m\r\n`,
+    );
+    this.topic?.unsubscribe();
+    this.topic = null;
+  }
+
+  /** Keyboard copy and paste: Ctrl+Shift+C / Ctrl+Shift+V (and Ctrl+Insert / Shift+Insert). */
+  private onKey(e: KeyboardEvent): boolean {
+    if (e.type !== 'keydown') return true;
+    const key = e.key.toLowerCase();
+    const copy = (e.ctrlKey && e.shiftKey && key === 'c') || (e.ctrlKey && key === 'insert');
+    const paste = (e.ctrlKey && e.shiftKey && key === 'v') || (e.shiftKey && key === 'insert');
+    if (copy) {
+      const text = this.term.getSelection();
+      if (text) void navigator.clipboard?.writeText(text).catch(() => {});
+      e.preventDefault();
+      return false;
+    }
+    if (paste) {
+      // Let the browser's paste event reach xterm when clipboard reading is not allowed.
+      if (!navigator.clipboard?.readText) return true;
+      e.preventDefault();
+      void navigator.clipboard
+        .readText()
+        .then((text) => this.term.paste(text))
+        .catch(() => {});
+      return false;
+    }
+    return true;
+  }
+
+  get rendererIsWebgl(): boolean {
+    return this.webgl !== null;
+  }
+}

@@ -1,0 +1,38 @@
+// Live terminals by shell id, outside React (Cockpit keeps its terminal objects the same way): a
+// pane that unmounts leaves its LiveShell here, scrollback and subscription intact; the workbench
+// disposes it when the shell's tab is closed for good.
+import { setDarkTermTheme, appState } from '#web/state/app.ts';
+import { LiveShell } from './live-shell.ts';
+
+const shells = new Map<string, LiveShell>();
+
+export function getShell(shellId: string): LiveShell {
+  let s = shells.get(shellId);
+  if (!s) {
+    s = new LiveShell(shellId);
+    shells.set(shellId, s);
+  }
+  return s;
+}
+
+export function findShell(shellId: string): LiveShell | undefined {
+  return shells.get(shellId);
+}
+
+export function disposeShell(shellId: string): void {
+  shells.get(shellId)?.dispose();
+  shells.delete(shellId);
+}
+
+export function disposeAllShells(): void {
+  for (const id of [...shells.keys()]) disposeShell(id);
+}
+
+export function liveShellIds(): string[] {
+  return [...shells.keys()];
+}
+
+/** The dark/light terminal theme toggle, persisted in the termTheme cookie (spec section 4). */
+export function toggleTerminalTheme(): void {
+  setDarkTermTheme(!appState.darkTermTheme);
+}
