@@ -29,7 +29,7 @@ const MINUTE = 60_000;
 
 export const LIMITS = {
   loginUser: (u: string): Limit => ({ key: `login:u:${u.toLowerCase()}`, max: 5, windowMs: 15 * MINUTE }),
-  loginIp: (ip: string): Limit => ({ key: `login:ip:${ip}`, max: 30, windowMs: 15 * MINUTE }),
+  loginIp: (ip: string): Limit => ({ key: `login:ip:${ip}`, max: 20, windowMs: 15 * MINUTE }),
   codeSendPhone: (p: string): Limit => ({
     key: `pcode:p:${p}`,
     max: 1,
