@@ -36,20 +36,21 @@ function keywordCondition(w: Where, keyword: string): void {
 function filterConditions(w: Where, filters: AttributeFilters): void {
   for (const [key, f] of Object.entries(filters)) {
     const column = key === 'model' || key === 'name';
-    const text = column ? key : `(attributes ->> ${w.p(key)})`;
+    // Every parameter pushed must be used: PostgreSQL cannot type an unused one.
+    const text = () => (column ? key : `(attributes ->> ${w.p(key)}::text)`);
     if (Array.isArray(f)) {
-      w.parts.push(`lower(${text}) = any(${w.p(f.map((v) => String(v).toLowerCase()))}::text[])`);
+      w.parts.push(`lower(${text()}) = any(${w.p(f.map((v) => String(v).toLowerCase()))}::text[])`);
     } else if (typeof f === 'object' && f !== null) {
       if (column) {
         w.parts.push('false');
         continue;
       }
-      const k = w.p(key);
+      const k = `${w.p(key)}::text`;
       const num = `(case when jsonb_typeof(attributes -> ${k}) = 'number' then (attributes ->> ${k})::numeric end)`;
-      if (f.min !== undefined) w.parts.push(`${num} >= ${w.p(f.min)}`);
-      if (f.max !== undefined) w.parts.push(`${num} <= ${w.p(f.max)}`);
+      if (f.min !== undefined) w.parts.push(`${num} >= ${w.p(f.min)}::numeric`);
+      if (f.max !== undefined) w.parts.push(`${num} <= ${w.p(f.max)}::numeric`);
     } else {
-      w.parts.push(`lower(${text}) = ${w.p(String(f).toLowerCase())}`);
+      w.parts.push(`lower(${text()}) = ${w.p(String(f).toLowerCase())}::text`);
     }
   }
 }
@@ -79,7 +80,7 @@ export async function searchBoards(
   const offset = ((q.page ?? 1) - 1) * pageSize;
   const [{ n }] = await db.query<{ n: number }>(`select count(*)::int as n from boards where ${w.sql()}`, w.params);
   const rows = await db.query<BoardRow>(
-    `select * from boards where ${w.sql()} order by name, id limit ${w.p(pageSize)} offset ${w.p(offset)}`,
+    `select * from boards where ${w.sql()} order by name, id limit ${w.p(pageSize)}::int offset ${w.p(offset)}::int`,
     w.params,
   );
   return { total: n, items: rows.map(toBoardDto) };
