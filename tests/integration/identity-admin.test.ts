@@ -1,7 +1,7 @@
 // Administration of users, organisations, roles and memberships; permission checks and the scope of
 // organisation admins; the audit log; the licence detail; first-start seeding.
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { seedIdentity } from '#server/identity/seed.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
@@ -265,6 +265,10 @@ describe('identity administration', () => {
     it('reads only the audit entries of the organisation’s members', async () => {
       await call('POST', '/api/v1/common/resources/cache/', member.headers, { resources: ['a'] });
       await call('POST', '/api/v1/common/resources/cache/', outsider.headers, { resources: ['b'] });
+      await vi.waitFor(async () => {
+        const rows = await t.storage.query('select 1 from audit_log where user_id = $1', [outsider.id]);
+        expect(rows.length).toBeGreaterThan(0);
+      });
       const entries = (await call('GET', '/api/admin/audit?pageSize=200', orgAdmin.headers)).json().data
         .items;
       const users = new Set(entries.map((e: { userId: string }) => e.userId));
@@ -291,10 +295,13 @@ describe('identity administration', () => {
     expect(logins.items[0].ip).toBeTruthy();
     const failed = await read('action=login&result=failed');
     expect(failed.items[0]).toMatchObject({ username: 'admin', result: 'failed' });
-    expect((await read('action=userLogout')).total).toBeGreaterThan(0);
-    expect((await read('action=adminUserCreate&result=ok')).total).toBeGreaterThan(0);
-    const denied = await read('result=denied');
-    expect(denied.items.some((e: { action: string }) => e.action === 'adminUserCreate')).toBe(true);
+    // The route layer writes entries of state-changing calls after answering: wait for them.
+    await vi.waitFor(async () => {
+      expect((await read('action=userLogout')).total).toBeGreaterThan(0);
+      expect((await read('action=adminUserCreate&result=ok')).total).toBeGreaterThan(0);
+      const denied = await read('result=denied');
+      expect(denied.items.some((e: { action: string }) => e.action === 'adminUserCreate')).toBe(true);
+    });
   });
 
   it('answers the licence detail from configuration and the board count', async () => {

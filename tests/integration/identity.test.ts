@@ -2,7 +2,7 @@
 // in (expiry, revocation, single session), API keys and the avatar.
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '#server/clock.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { makeUser } from './helpers/users.ts';
@@ -245,10 +245,13 @@ describe('identity: sign-in flows, tokens, API keys and avatar', () => {
       expect((await info(token)).json().code).toBe(50008);
       // Only the token of that call is revoked; another sign-in of the same user goes on.
       expect((await info(other)).json().code).toBe(20000);
-      const audit = await t.storage.query<{ n: string }>(
-        "select count(*) as n from audit_log where action = 'userLogout' and username = 'frank' and result = 'ok'",
-      );
-      expect(Number(audit[0].n)).toBe(1);
+      // The route layer writes this entry after answering: wait for it.
+      await vi.waitFor(async () => {
+        const audit = await t.storage.query<{ n: string }>(
+          "select count(*) as n from audit_log where action = 'userLogout' and username = 'frank' and result = 'ok'",
+        );
+        expect(Number(audit[0].n)).toBe(1);
+      });
     });
   });
 
