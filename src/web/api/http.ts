@@ -28,6 +28,8 @@ export class ApiError extends Error {
     readonly code: number,
     readonly key?: string,
     readonly fields?: Envelope['fields'],
+    /** The envelope's `data` of a failure (e.g. when the next matching board frees). */
+    readonly data?: unknown,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -88,7 +90,7 @@ function onEnvelope(res: AxiosResponse): AxiosResponse {
   }
   const message = errorText(res.status, body, words()) || body.message || 'Error';
   if (!res.config.silent) notify('error', message);
-  throw new ApiError(message, res.status, body.code, body.error, body.fields);
+  throw new ApiError(message, res.status, body.code, body.error, body.fields, body.data);
 }
 
 function goToLogin(): void {
@@ -126,7 +128,7 @@ async function onFailure(err: AxiosError): Promise<never> {
   } else if (!config?.silent) {
     notify('error', message);
   }
-  throw new ApiError(message, res.status, envelope.code ?? res.status * 100, envelope.error, envelope.fields);
+  throw new ApiError(message, res.status, envelope.code ?? res.status * 100, envelope.error, envelope.fields, envelope.data);
 }
 
 http.interceptors.response.use(onEnvelope, onFailure);
