@@ -115,7 +115,9 @@ export function unescapeHeader(s: string): string {
 }
 
 export function escapeHeader(s: string): string {
-  return s.replace(/[\\\r\n:]/g, (c) => (c === '\\' ? '\\\\' : c === '\r' ? '\\r' : c === '\n' ? '\\n' : '\\c'));
+  return s.replace(/[\\\r\n:]/g, (c) =>
+    c === '\\' ? '\\\\' : c === '\r' ? '\\r' : c === '\n' ? '\\n' : '\\c',
+  );
 }
 
 /** Index of the end of the line starting at `from` (the LF), or -1 if none within `limit`. */
@@ -148,7 +150,10 @@ export function parseMessage(
       pos += buf[pos] === CR ? 2 : 1;
     if (pos >= buf.length) return frames;
     if (frames.length >= limits.maxFramesPerMessage)
-      throw new StompCodecError('stomp.too_many_frames', `More than ${limits.maxFramesPerMessage} frames in one message`);
+      throw new StompCodecError(
+        'stomp.too_many_frames',
+        `More than ${limits.maxFramesPerMessage} frames in one message`,
+      );
     const [frame, next] = parseFrameAt(buf, pos, limits);
     frames.push(frame);
     pos = next;
@@ -164,7 +169,10 @@ function parseFrameAt(buf: Uint8Array, start: number, limits: StompLimits): [Sto
   }
   const command = lineText(buf, start, cmdEnd);
   if (!ALL_COMMANDS.has(command))
-    throw new StompCodecError('stomp.unknown_command', `Unknown command ${JSON.stringify(command.slice(0, 32))}`);
+    throw new StompCodecError(
+      'stomp.unknown_command',
+      `Unknown command ${JSON.stringify(command.slice(0, 32))}`,
+    );
   const escaped = !UNESCAPED_COMMANDS.has(command);
 
   const headers: Record<string, string> = Object.create(null);
@@ -183,11 +191,17 @@ function parseFrameAt(buf: Uint8Array, start: number, limits: StompLimits): [Sto
     const lf = lineEnd(buf, pos, limits.maxHeaderLineBytes);
     if (lf < 0) {
       if (buf.length - pos > limits.maxHeaderLineBytes)
-        throw new StompCodecError('stomp.header_too_long', `Header line longer than ${limits.maxHeaderLineBytes} bytes`);
+        throw new StompCodecError(
+          'stomp.header_too_long',
+          `Header line longer than ${limits.maxHeaderLineBytes} bytes`,
+        );
       throw new StompCodecError('stomp.truncated', 'Frame ends inside a header line');
     }
     if (lf - pos > limits.maxHeaderLineBytes + 1)
-      throw new StompCodecError('stomp.header_too_long', `Header line longer than ${limits.maxHeaderLineBytes} bytes`);
+      throw new StompCodecError(
+        'stomp.header_too_long',
+        `Header line longer than ${limits.maxHeaderLineBytes} bytes`,
+      );
     if (++count > limits.maxHeaders)
       throw new StompCodecError('stomp.too_many_headers', `More than ${limits.maxHeaders} headers`);
     let colon = -1;
@@ -214,7 +228,8 @@ function parseFrameAt(buf: Uint8Array, start: number, limits: StompLimits): [Sto
     const n = Number(cl.trim());
     if (n > limits.maxFrameBytes)
       throw new StompCodecError('stomp.bad_content_length', `content-length above ${limits.maxFrameBytes}`);
-    if (pos + n > buf.length) throw new StompCodecError('stomp.truncated', 'Body shorter than content-length');
+    if (pos + n > buf.length)
+      throw new StompCodecError('stomp.truncated', 'Body shorter than content-length');
     bodyEnd = pos + n;
     if (bodyEnd >= buf.length) throw new StompCodecError('stomp.missing_nul', 'Frame not terminated by NUL');
     if (buf[bodyEnd] !== NUL)
@@ -235,7 +250,10 @@ export interface SerializeInput {
 }
 
 /** The head of a frame (command, headers, blank line) as a string; the caller appends body and NUL. */
-export function serializeHead(command: StompCommand, headers: Record<string, string | number | undefined>): string {
+export function serializeHead(
+  command: StompCommand,
+  headers: Record<string, string | number | undefined>,
+): string {
   const escaped = !UNESCAPED_COMMANDS.has(command);
   let head = `${command}\n`;
   for (const name in headers) {

@@ -14,28 +14,68 @@ const enc = (s: string) => new TextEncoder().encode(s);
 
 describe('the STOMP codec parses', () => {
   const ok: Array<[string, string, { command: string; headers: Record<string, string>; body: string }[]]> = [
-    ['a frame with LF line ends', 'SEND\ndestination:/a\n\nhi\0', [{ command: 'SEND', headers: { destination: '/a' }, body: 'hi' }]],
-    ['a frame with CR LF line ends', 'SEND\r\ndestination:/a\r\n\r\nhi\0', [{ command: 'SEND', headers: { destination: '/a' }, body: 'hi' }]],
+    [
+      'a frame with LF line ends',
+      'SEND\ndestination:/a\n\nhi\0',
+      [{ command: 'SEND', headers: { destination: '/a' }, body: 'hi' }],
+    ],
+    [
+      'a frame with CR LF line ends',
+      'SEND\r\ndestination:/a\r\n\r\nhi\0',
+      [{ command: 'SEND', headers: { destination: '/a' }, body: 'hi' }],
+    ],
     ['a heart-beat as no frame', '\n', []],
     ['CR LF heart-beats as no frame', '\r\n\r\n', []],
-    ['heart-beats around a frame', '\n\nDISCONNECT\n\n\0\n\n', [{ command: 'DISCONNECT', headers: {}, body: '' }]],
-    ['two frames in one message', 'ACK\nid:1\n\n\0NACK\nid:2\n\n\0', [
-      { command: 'ACK', headers: { id: '1' }, body: '' },
-      { command: 'NACK', headers: { id: '2' }, body: '' },
-    ]],
-    ['the first of repeated headers', 'SEND\nfoo:1\nfoo:2\n\n\0', [{ command: 'SEND', headers: { foo: '1' }, body: '' }]],
-    ['escaped headers of a SEND', 'SEND\na\\cb:c\\\\d\\ne\\r\n\n\0', [{ command: 'SEND', headers: { 'a:b': 'c\\d\ne\r' }, body: '' }]],
-    ['CONNECT headers without unescaping', 'CONNECT\ntoken:a\\b\n\n\0', [{ command: 'CONNECT', headers: { token: 'a\\b' }, body: '' }]],
-    ['a body with NUL bytes under content-length', 'SEND\ncontent-length:3\n\na\0b\0', [{ command: 'SEND', headers: { 'content-length': '3' }, body: 'a\0b' }]],
-    ['an empty header value', 'SEND\nreceipt:\n\n\0', [{ command: 'SEND', headers: { receipt: '' }, body: '' }]],
-    ['a value holding a raw colon', 'CONNECT\nhost:a:b\n\n\0', [{ command: 'CONNECT', headers: { host: 'a:b' }, body: '' }]],
+    [
+      'heart-beats around a frame',
+      '\n\nDISCONNECT\n\n\0\n\n',
+      [{ command: 'DISCONNECT', headers: {}, body: '' }],
+    ],
+    [
+      'two frames in one message',
+      'ACK\nid:1\n\n\0NACK\nid:2\n\n\0',
+      [
+        { command: 'ACK', headers: { id: '1' }, body: '' },
+        { command: 'NACK', headers: { id: '2' }, body: '' },
+      ],
+    ],
+    [
+      'the first of repeated headers',
+      'SEND\nfoo:1\nfoo:2\n\n\0',
+      [{ command: 'SEND', headers: { foo: '1' }, body: '' }],
+    ],
+    [
+      'escaped headers of a SEND',
+      'SEND\na\\cb:c\\\\d\\ne\\r\n\n\0',
+      [{ command: 'SEND', headers: { 'a:b': 'c\\d\ne\r' }, body: '' }],
+    ],
+    [
+      'CONNECT headers without unescaping',
+      'CONNECT\ntoken:a\\b\n\n\0',
+      [{ command: 'CONNECT', headers: { token: 'a\\b' }, body: '' }],
+    ],
+    [
+      'a body with NUL bytes under content-length',
+      'SEND\ncontent-length:3\n\na\0b\0',
+      [{ command: 'SEND', headers: { 'content-length': '3' }, body: 'a\0b' }],
+    ],
+    [
+      'an empty header value',
+      'SEND\nreceipt:\n\n\0',
+      [{ command: 'SEND', headers: { receipt: '' }, body: '' }],
+    ],
+    [
+      'a value holding a raw colon',
+      'CONNECT\nhost:a:b\n\n\0',
+      [{ command: 'CONNECT', headers: { host: 'a:b' }, body: '' }],
+    ],
   ];
   for (const [name, input, want] of ok) {
     it(name, () => {
       const frames = parseMessage(input);
-      expect(frames.map((f) => ({ command: f.command, headers: { ...f.headers }, body: bodyText(f) }))).toEqual(
-        want.map((w) => ({ ...w, headers: { ...w.headers } })),
-      );
+      expect(
+        frames.map((f) => ({ command: f.command, headers: { ...f.headers }, body: bodyText(f) })),
+      ).toEqual(want.map((w) => ({ ...w, headers: { ...w.headers } })));
     });
   }
 
@@ -53,7 +93,12 @@ describe('the STOMP codec parses', () => {
 });
 
 describe('the STOMP codec refuses', () => {
-  const small: StompLimits = { maxFrameBytes: 200, maxHeaders: 3, maxHeaderLineBytes: 20, maxFramesPerMessage: 2 };
+  const small: StompLimits = {
+    maxFrameBytes: 200,
+    maxHeaders: 3,
+    maxHeaderLineBytes: 20,
+    maxFramesPerMessage: 2,
+  };
   const bad: Array<[string, string | Uint8Array, string]> = [
     ['an unknown command', 'HELLO\n\n\0', 'stomp.unknown_command'],
     ['a lower-case command', 'send\n\n\0', 'stomp.unknown_command'],
@@ -93,7 +138,11 @@ describe('the STOMP codec refuses', () => {
 describe('the STOMP codec serialises', () => {
   it('a MESSAGE that parses back to the same headers and binary body', () => {
     const body = new Uint8Array([0, 1, 2, 255, 0, 10]);
-    const bytes = serializeFrame({ command: 'MESSAGE', headers: { destination: '/topic/a:b', 'x\ny': 'v\\' }, body });
+    const bytes = serializeFrame({
+      command: 'MESSAGE',
+      headers: { destination: '/topic/a:b', 'x\ny': 'v\\' },
+      body,
+    });
     const [f] = parseMessage(bytes);
     expect(f.command).toBe('MESSAGE');
     expect(f.headers.destination).toBe('/topic/a:b');
@@ -103,12 +152,15 @@ describe('the STOMP codec serialises', () => {
   });
 
   it('CONNECTED headers without escaping', () => {
-    const text = new TextDecoder().decode(serializeFrame({ command: 'CONNECTED', headers: { version: '1.2', 'heart-beat': '0,20000' } }));
+    const text = new TextDecoder().decode(
+      serializeFrame({ command: 'CONNECTED', headers: { version: '1.2', 'heart-beat': '0,20000' } }),
+    );
     expect(text).toBe('CONNECTED\nversion:1.2\nheart-beat:0,20000\n\n\0');
   });
 
   it('escapes and unescapes every special character symmetrically', () => {
-    for (const s of ['a:b', 'c\\d', 'e\nf', 'g\rh', '\\c', ':::', '']) expect(unescapeHeader(escapeHeader(s))).toBe(s);
+    for (const s of ['a:b', 'c\\d', 'e\nf', 'g\rh', '\\c', ':::', ''])
+      expect(unescapeHeader(escapeHeader(s))).toBe(s);
   });
 });
 
@@ -144,7 +196,8 @@ describe('the STOMP codec under fuzzing', () => {
       } else if (mode < 0.7) {
         buf = base.slice();
         const flips = 1 + Math.floor(r() * 4);
-        for (let k = 0; k < flips; k++) buf[Math.floor(r() * buf.length)] = alphabet[Math.floor(r() * alphabet.length)];
+        for (let k = 0; k < flips; k++)
+          buf[Math.floor(r() * buf.length)] = alphabet[Math.floor(r() * alphabet.length)];
       } else if (mode < 0.85) {
         buf = new Uint8Array(Math.floor(r() * 200)).map(() => Math.floor(r() * 256));
       } else if (mode < 0.95) {
@@ -157,7 +210,9 @@ describe('the STOMP codec under fuzzing', () => {
           o += p.length;
         }
       } else {
-        buf = enc(`SEND\ncontent-length:${Math.floor(r() * 1e10)}\n\n${'y'.repeat(Math.floor(r() * 5000))}\0`);
+        buf = enc(
+          `SEND\ncontent-length:${Math.floor(r() * 1e10)}\n\n${'y'.repeat(Math.floor(r() * 5000))}\0`,
+        );
       }
       try {
         parseMessage(buf, limits);
