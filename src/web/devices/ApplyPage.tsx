@@ -22,7 +22,7 @@ import {
   requestLease,
 } from '#web/state/devices.ts';
 import { installDeviceCommands } from './commands.ts';
-import { dateTimeText, relativeText } from './time.ts';
+import { attrLabel, dateTimeText, relativeText } from './time.ts';
 
 type Outcome =
   | { kind: 'none' }
@@ -109,7 +109,7 @@ export default function ApplyPage() {
         <Card className="flex flex-col p-4">
           <h2 className="mb-2 text-[13px] font-semibold text-zinc-900 dark:text-zinc-100">{t('apply.termsTitle')}</h2>
           <ol
-            className="max-h-64 flex-1 list-decimal space-y-2 overflow-y-auto rounded-md border border-zinc-100 bg-zinc-50/60 py-3 pr-3 pl-8 text-[13px] leading-relaxed text-zinc-600 dark:border-zinc-800 dark:bg-zinc-950/40 dark:text-zinc-400"
+            className="max-h-64 flex-1 list-decimal lg:max-h-none space-y-2 overflow-y-auto rounded-md border border-zinc-100 bg-zinc-50/60 py-3 pr-3 pl-8 text-[13px] leading-relaxed text-zinc-600 dark:border-zinc-800 dark:bg-zinc-950/40 dark:text-zinc-400"
             data-testid="terms"
           >
             <li>{t('apply.terms1')}</li>
@@ -194,7 +194,7 @@ export default function ApplyPage() {
                 {attrEntries.map(([key, values]) => (
                   <div key={key} className="space-y-1">
                     <label htmlFor={`${ids}-${key}`} className="block text-[11px] font-medium text-zinc-500 dark:text-zinc-400">
-                      {key}
+                      {attrLabel(t, key)}
                     </label>
                     <select
                       id={`${ids}-${key}`}

@@ -11,6 +11,7 @@ import { boards, dataOf, loadAttributes, loadList, type Scope, setListQuery } fr
 import { installDeviceCommands } from './commands.ts';
 import { Loadable, SkeletonRows } from './Loadable.tsx';
 import { StateBadge } from './StateBadge.tsx';
+import { attrLabel } from './time.ts';
 
 const SEARCH_DEBOUNCE_MS = 250;
 
@@ -77,7 +78,7 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
         </select>
         {attrEntries.map(([key, values]) => (
           <label key={key} className="flex items-center gap-1.5 text-xs text-zinc-500" htmlFor={`${ids}-${key}`}>
-            {key}
+            {attrLabel(t, key)}
             <select
               id={`${ids}-${key}`}
               value={q.filters[key] ?? ''}
@@ -144,6 +145,7 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
 }
 
 function BoardRowView({ board }: { board: BoardDto }) {
+  const { t } = useTranslation('devices');
   return (
     <tr data-testid="board-row" data-device-id={board.deviceId}>
       <td className="px-4 py-2.5">
@@ -155,7 +157,7 @@ function BoardRowView({ board }: { board: BoardDto }) {
         <div className="flex flex-wrap gap-1">
           {Object.entries(board.attributes).map(([k, v]) => (
             <span key={k} className="rounded bg-zinc-100 px-1.5 py-px text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300">
-              {k}: {String(v)}
+              {attrLabel(t, k)}: {String(v)}
             </span>
           ))}
         </div>

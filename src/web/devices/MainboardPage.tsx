@@ -234,7 +234,7 @@ function LeaseRow({
               className="truncate text-[13px] font-semibold text-zinc-900 dark:text-zinc-100"
             />
             {highlighted ? (
-              <span className="rounded bg-emerald-600 px-1.5 py-px text-[10px] font-semibold tracking-wide text-white uppercase">
+              <span data-testid="new-badge" className="rounded bg-emerald-600 px-1.5 py-px text-[10px] font-semibold tracking-wide text-white uppercase">
                 {t('mainboard.new')}
               </span>
             ) : null}

@@ -60,3 +60,8 @@ export function fromLocalInput(v: string): Date | null {
   const d = new Date(v);
   return Number.isNaN(d.getTime()) ? null : d;
 }
+
+/** An attribute's label: known names are worded, others shown as they are. */
+export function attrLabel(t: TFunction, key: string): string {
+  return t(`devices:attr.${key}`, { defaultValue: key });
+}
