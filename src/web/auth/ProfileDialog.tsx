@@ -15,7 +15,7 @@ export function ProfileSummary({ onChangeAvatar }: { onChangeAvatar: () => void 
   const rows: [string, string][] = [
     [t('profile.username'), user?.username ?? ''],
     [t('profile.id'), snap.id],
-    [t('profile.org'), snap.currentOrg ? `${snap.currentOrg.id} · ${snap.currentOrg.type}` : t('profile.none')],
+    [t('profile.org'), snap.currentOrg ? `${snap.currentOrg.name || snap.currentOrg.id} · ${snap.currentOrg.type}` : t('profile.none')],
     [t('profile.roles'), snap.roles.length ? snap.roles.join(', ') : t('profile.none')],
     [t('profile.perms'), snap.perms.includes('*') ? t('profile.allPerms') : t('profile.permCount', { count: snap.perms.length })],
   ];

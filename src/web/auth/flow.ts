@@ -84,7 +84,9 @@ export async function loadUser(): Promise<void> {
     avatar: info.avatar,
     perms: info.perms,
     roles: info.roles,
-    groupResource: info.groupResource ? { id: info.groupResource.id, type: info.groupResource.type } : null,
+    groupResource: info.groupResource
+      ? { id: info.groupResource.id, type: info.groupResource.type, name: info.groupResource.name }
+      : null,
   });
 }
 
@@ -107,6 +109,15 @@ export async function logout(): Promise<void> {
     }
   }
   resetSession();
+}
+
+/**
+ * The navbar's and the palette's sign-out: then the root path, loaded afresh so that every store,
+ * socket and timer of the signed-in console is gone with it.
+ */
+export async function logoutAndLeave(): Promise<void> {
+  await logout();
+  window.location.assign('/');
 }
 
 let userLoad: Promise<void> | null = null;

@@ -67,15 +67,15 @@ export default function LandingPage() {
       </header>
 
       <main className="relative">
-        <section className="mx-auto max-w-3xl px-4 pt-20 pb-16 text-center sm:px-6 sm:pt-28">
+        <section className="mx-auto max-w-4xl px-4 pt-20 pb-16 text-center sm:px-6 sm:pt-28">
           <span className="inline-flex items-center gap-2 rounded-full border border-zinc-200 bg-white/70 px-3 py-1 text-xs font-medium text-zinc-600 backdrop-blur dark:border-zinc-800 dark:bg-zinc-900/70 dark:text-zinc-300">
             <span className="h-1.5 w-1.5 rounded-full bg-emerald-500" />
             {t('hero.badge')}
           </span>
-          <h1 className="mt-6 text-4xl font-semibold tracking-tight text-balance text-zinc-900 sm:text-5xl dark:text-zinc-50">
+          <h1 className="mt-6 text-4xl font-semibold tracking-tight text-pretty text-zinc-900 sm:text-5xl dark:text-zinc-50">
             {t('hero.title')}
           </h1>
-          <p className="mx-auto mt-5 max-w-xl text-[15px] leading-relaxed text-balance text-zinc-600 dark:text-zinc-400">
+          <p className="mx-auto mt-5 max-w-2xl text-[15px] leading-relaxed text-pretty text-zinc-600 dark:text-zinc-400">
             {t('hero.subtitle')}
           </p>
           <div className="mt-8 flex flex-wrap items-center justify-center gap-3">

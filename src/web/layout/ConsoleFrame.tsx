@@ -93,9 +93,9 @@ export function ConsoleFrame() {
             ))}
           </MenuItems>
         </Menu>
-        <div className="ml-auto flex items-center gap-1">
+        <div className="ml-auto flex shrink-0 items-center gap-1">
           <PaletteButton className="mr-1" />
-          <DocsLink />
+          <DocsLink className="hidden sm:inline-flex" />
           <LanguageMenu />
           <ThemeToggle />
           <div className="mx-1 h-4 w-px bg-zinc-200 dark:bg-zinc-800" />

@@ -5,7 +5,7 @@ import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { Icon } from '#web/components/icons.tsx';
-import { IconButton } from '#web/components/ui.tsx';
+import { cx, IconButton } from '#web/components/ui.tsx';
 import { useRouteHandles } from '#web/router/handle.ts';
 import { appState, toggleSidebar } from '#web/state/app.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
@@ -18,18 +18,18 @@ export function Breadcrumb() {
   const crumbs = handles.filter((h, i) => i === 0 || t(h.meta.titleKey) !== t(handles[i - 1].meta.titleKey));
   return (
     <nav aria-label={t('navbar.breadcrumb')} className="flex min-w-0 items-center gap-1.5 text-[13px]">
-      <Link to="/mainboard" className="shrink-0 text-zinc-500 hover:text-zinc-900 dark:text-zinc-400 dark:hover:text-zinc-100">
+      <Link to="/mainboard" className="hidden shrink-0 text-zinc-500 hover:text-zinc-900 sm:inline dark:text-zinc-400 dark:hover:text-zinc-100">
         {t('navbar.console')}
       </Link>
       {crumbs.map((h, i) => (
         <Fragment key={h.path}>
-          <Icon name="chevronRight" size={13} className="shrink-0 text-zinc-300 dark:text-zinc-600" />
+          <Icon name="chevronRight" size={13} className="hidden shrink-0 text-zinc-300 sm:block dark:text-zinc-600" />
           {i === crumbs.length - 1 ? (
             <span aria-current="page" className="truncate font-medium text-zinc-900 dark:text-zinc-100">
               {t(h.meta.titleKey)}
             </span>
           ) : (
-            <span className="truncate text-zinc-500 dark:text-zinc-400">{t(h.meta.titleKey)}</span>
+            <span className="hidden truncate text-zinc-500 sm:inline dark:text-zinc-400">{t(h.meta.titleKey)}</span>
           )}
         </Fragment>
       ))}
@@ -37,7 +37,7 @@ export function Breadcrumb() {
   );
 }
 
-export function DocsLink() {
+export function DocsLink({ className = 'inline-flex' }: { className?: string }) {
   const { t } = useTranslation('layout');
   const { value } = useSnapshot(publicSettingsState);
   if (!value?.docsUrl) return null;
@@ -48,21 +48,27 @@ export function DocsLink() {
       rel="noopener noreferrer"
       title={t('navbar.docs')}
       aria-label={t('navbar.docs')}
-      className="inline-flex h-8 w-8 items-center justify-center rounded-md text-zinc-500 transition-colors hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100"
+      className={cx(
+        'h-8 w-8 items-center justify-center rounded-md text-zinc-500 transition-colors hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100',
+        className,
+      )}
     >
       <Icon name="book" size={16} />
     </a>
   );
 }
 
-export function HomeLink() {
+export function HomeLink({ className = 'inline-flex' }: { className?: string }) {
   const { t } = useTranslation('layout');
   return (
     <Link
       to="/"
       title={t('navbar.home')}
       aria-label={t('navbar.home')}
-      className="inline-flex h-8 w-8 items-center justify-center rounded-md text-zinc-500 transition-colors hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100"
+      className={cx(
+        'h-8 w-8 items-center justify-center rounded-md text-zinc-500 transition-colors hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100',
+        className,
+      )}
     >
       <Icon name="home" size={16} />
     </Link>
@@ -83,10 +89,10 @@ export function Navbar() {
       />
       <div className="mx-1 h-4 w-px bg-zinc-200 dark:bg-zinc-800" />
       <Breadcrumb />
-      <div className="ml-auto flex items-center gap-1">
+      <div className="ml-auto flex shrink-0 items-center gap-1">
         <PaletteButton className="mr-1" />
-        <HomeLink />
-        <DocsLink />
+        <HomeLink className="hidden sm:inline-flex" />
+        <DocsLink className="hidden sm:inline-flex" />
         <LanguageMenu />
         <ThemeToggle />
         <div className="mx-1 h-4 w-px bg-zinc-200 dark:bg-zinc-800" />

@@ -1,10 +1,9 @@
 // Controls shared by the navbar, the console frame and the sign-in pages.
 import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
 import { useTranslation } from 'react-i18next';
-import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { LANGUAGES } from '#shared/constants.ts';
-import { logout } from '#web/auth/flow.ts';
+import { logoutAndLeave } from '#web/auth/flow.ts';
 import { openProfile } from '#web/auth/profile-state.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Avatar, cx, IconButton, Kbd } from '#web/components/ui.tsx';
@@ -28,7 +27,7 @@ export function Logo({ compact = false, className }: { compact?: boolean; classN
         <path d="M7 7h5.5a2.5 2.5 0 0 1 0 5H7zM7 12h6.5a2.5 2.5 0 0 1 0 5H7z" fill="none" stroke="white" strokeWidth="1.9" strokeLinejoin="round" />
       </svg>
       {compact ? null : (
-        <span className="text-[13px] font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">Bianbu Cloud</span>
+        <span className="text-[13px] font-semibold tracking-tight whitespace-nowrap text-zinc-900 dark:text-zinc-50">Bianbu Cloud</span>
       )}
     </span>
   );
@@ -110,7 +109,6 @@ export function ThemeToggle() {
 export function UserControls({ showName = true }: { showName?: boolean }) {
   const { name, avatar, token } = useSnapshot(session);
   const { t } = useTranslation('layout');
-  const navigate = useNavigate();
   if (!token) return null;
   return (
     <div className="flex items-center gap-1">
@@ -133,10 +131,7 @@ export function UserControls({ showName = true }: { showName?: boolean }) {
         icon="logout"
         label={t('navbar.logout')}
         data-testid="logout-button"
-        onClick={async () => {
-          await logout();
-          navigate('/');
-        }}
+        onClick={() => void logoutAndLeave()}
       />
     </div>
   );

@@ -3,7 +3,7 @@
 import { useEffect } from 'react';
 import { useSnapshot } from 'valtio';
 import { LANGUAGES } from '#shared/constants.ts';
-import { logout, routeSet } from '#web/auth/flow.ts';
+import { logoutAndLeave, routeSet } from '#web/auth/flow.ts';
 import { openProfile } from '#web/auth/profile-state.ts';
 import { LANGUAGE_LABELS, setLanguage } from '#web/i18n/i18n.ts';
 import { routeAllowed } from '#web/router/access.ts';
@@ -47,7 +47,7 @@ export function navigationCommands(perms: readonly string[], licenceOk: boolean)
       titleKey: 'palette:nav.open',
       paramKeys: { title: `layout:${node.meta.titleKey}` },
       section: NAV,
-      keywords: [href],
+      keywords: ['docs', 'documentation', 'help'],
       icon: 'external',
       run: () => {
         window.open(href, '_blank', 'noopener,noreferrer');
@@ -100,10 +100,7 @@ export function accountCommands(): PaletteCommand[] {
       keywords: ['logout', 'sign out'],
       icon: 'logout',
       when: () => !!session.token,
-      run: async ({ navigate }) => {
-        await logout();
-        navigate('/');
-      },
+      run: () => logoutAndLeave(),
     },
   ];
 }

@@ -53,7 +53,11 @@ export function buildRoutes(table: readonly RouteNode<PageKey>[], set: RouteSetN
         ...bare,
         { element: <ConsoleFrame />, children: framed },
         ...(layout.length ? [{ element: <Layout />, children: layout }] : []),
-        { path: '*', element: <Navigate to="/404" replace /> },
+        {
+          path: '*',
+          element: <Navigate to="/404" replace />,
+          handle: { meta: { titleKey: 'routes.notFound', public: true, hidden: true }, path: '*' },
+        },
       ],
     },
   ];

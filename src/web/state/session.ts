@@ -7,6 +7,7 @@ import { type ApplyInfo, readApplyInfo, readToken, removeApplyInfo, removeToken,
 export interface CurrentOrg {
   id: string;
   type: string;
+  name?: string;
 }
 
 export interface SessionUser {

@@ -1,0 +1,106 @@
+// The console frame in Chromium against the real service: the landing page in Chinese by default,
+// language switching, the palette by keyboard, and an unknown path ending on /404.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { type Service, startService } from './helpers/service.ts';
+import { ConsolePage } from './pages/ConsolePage.ts';
+
+describe.skipIf(SKIP_E2E)('console frame', () => {
+  let svc: Service;
+  let browser: Browser;
+  let ctx: BrowserContext;
+  let page: Page;
+  let console_: ConsolePage;
+
+  beforeAll(async () => {
+    svc = await startService();
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await svc?.stop();
+  });
+
+  const fresh = async () => {
+    await ctx?.close();
+    ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await ctx.newPage();
+    console_ = new ConsolePage(page, svc.url);
+  };
+
+  it('shows the landing page in Chinese with the title "<route title> - Bianbu Cloud"', async () => {
+    await fresh();
+    await console_.goto('/');
+    await console_.waitForTitle('首页 - Bianbu Cloud');
+    expect(await console_.htmlLang()).toBe('zh');
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toContain('RISC-V');
+  });
+
+  it('switches to English and Japanese, and the choice survives a reload', async () => {
+    await fresh();
+    await console_.goto('/');
+    await console_.waitForTitle('首页 - Bianbu Cloud');
+    await console_.chooseLanguage('en');
+    await console_.waitForTitle('Home - Bianbu Cloud');
+    expect(await page.getByTestId('get-started').textContent()).toContain('Get started');
+
+    await console_.chooseLanguage('ja');
+    await console_.waitForTitle('ホーム - Bianbu Cloud');
+    expect(await console_.htmlLang()).toBe('ja');
+
+    await page.reload();
+    await console_.waitForTitle('ホーム - Bianbu Cloud');
+    const cookies = await ctx.cookies();
+    expect(cookies.find((c) => c.name === 'lang')?.value).toBe('ja');
+  });
+
+  it('follows an unknown path to /404', async () => {
+    await fresh();
+    await console_.goto('/no/such/page');
+    await console_.waitForPath('/404');
+    await console_.waitForTitle('页面不存在 - Bianbu Cloud');
+    expect(await page.getByTestId('error-code').textContent()).toBe('404');
+  });
+
+  it('opens the palette with Ctrl+K and navigates with the keyboard alone', async () => {
+    await fresh();
+    await console_.goto('/404');
+    await console_.waitForTitle('页面不存在 - Bianbu Cloud');
+    await page.keyboard.press('Control+k');
+    await page.locator('[cmdk-input]').waitFor({ state: 'visible' });
+    // The palette lists the language commands and the pages a signed-out visitor may open.
+    await expect(console_.paletteItems().count()).resolves.toBeGreaterThan(3);
+    await page.keyboard.press('Escape');
+    await page.locator('[cmdk-input]').waitFor({ state: 'detached' });
+
+    await console_.runFromPalette('English', 'lang.en');
+    await console_.waitForTitle('Page not found - Bianbu Cloud');
+
+    await console_.runFromPalette('Go to Home', 'nav./');
+    await console_.waitForPath('/');
+    await console_.waitForTitle('Home - Bianbu Cloud');
+  });
+
+  it('toggles the dark theme from the palette and keeps it in the theme cookie', async () => {
+    await fresh();
+    await console_.goto('/');
+    const dark = () => page.evaluate(() => document.documentElement.classList.contains('dark'));
+    const before = await dark();
+    await console_.runFromPalette('theme', 'theme.toggle');
+    expect(await dark()).toBe(!before);
+    const cookies = await ctx.cookies();
+    expect(cookies.find((c) => c.name === 'theme')?.value).toBe(before ? 'light' : 'dark');
+  });
+
+  it('sends a signed-out visitor of a console page to the sign-in provider and remembers the path', async () => {
+    await fresh();
+    await console_.goto('/cloudsetting');
+    await page.waitForURL((u) => u.pathname.startsWith('/idp/'), { timeout: 20_000 });
+    const cookies = await ctx.cookies();
+    expect(decodeURIComponent(cookies.find((c) => c.name === 'redirect')?.value ?? '')).toBe('/cloudsetting');
+    const authorize = new URL(page.url());
+    expect(authorize.searchParams.get('code_challenge_method') ?? '').toMatch(/S256|^$/);
+  });
+});

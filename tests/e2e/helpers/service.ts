@@ -1,0 +1,130 @@
+// Starts the real service as a child process (`node --import tsx src/server/main.ts`) on a free
+// port with a fresh data directory, waits for /api/health, and stops it again. The console it
+// serves is the built one in dist/web, built here first when missing or older than its sources.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const WEB_DIR = process.env.BIANBU_WEB_DIR ? path.resolve(process.env.BIANBU_WEB_DIR) : path.join(ROOT, 'dist/web');
+
+export interface Service {
+  url: string;
+  port: number;
+  dataDir: string;
+  /** Everything the service printed so far (for failure messages). */
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function newestMtime(target: string): number {
+  const st = fs.statSync(target, { throwIfNoEntry: false });
+  if (!st) return 0;
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = 0;
+  for (const entry of fs.readdirSync(target)) newest = Math.max(newest, newestMtime(path.join(target, entry)));
+  return newest;
+}
+
+/** `npm run test:e2e` builds first; a bare `vitest run --project e2e` gets a build here when needed. */
+export function ensureConsoleBuilt(): void {
+  if (process.env.BIANBU_WEB_DIR) return;
+  const built = fs.statSync(path.join(WEB_DIR, 'index.html'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  const sources = Math.max(
+    ...['src/web', 'src/shared', 'locales', 'index.html', 'vite.config.ts', 'tailwind.config.ts'].map((p) =>
+      newestMtime(path.join(ROOT, p)),
+    ),
+  );
+  if (built >= sources) return;
+  const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  if (res.status !== 0) throw new Error(`vite build failed:\n${res.stdout}\n${res.stderr}`);
+}
+
+export async function startService(env: Record<string, string> = {}): Promise<Service> {
+  ensureConsoleBuilt();
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-e2e-'));
+  const url = `http://127.0.0.1:${port}`;
+  let out = '';
+  // Each run gets its own PGlite database and in-process bus: the suite never touches a shared
+  // PostgreSQL or Redis the integration tests may be using.
+  const childEnv: Record<string, string | undefined> = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    BIANBU_DATA_DIR: dataDir,
+    BIANBU_PUBLIC_URL: url,
+    BIANBU_WEB_DIR: WEB_DIR,
+    LOG_LEVEL: 'warn',
+    ...env,
+  };
+  if (!('DATABASE_URL' in env)) delete childEnv.DATABASE_URL;
+  if (!('REDIS_URL' in env)) delete childEnv.REDIS_URL;
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], {
+    cwd: ROOT,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  let exited: number | null = null;
+  child.on('exit', (code) => {
+    exited = code ?? -1;
+  });
+
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (exited !== null) throw new Error(`the service exited with ${exited} before it was ready:\n${out}`);
+    try {
+      const res = await fetch(`${url}/api/health`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the service did not answer /api/health within 90 s:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+
+  return {
+    url,
+    port,
+    dataDir,
+    output: () => out,
+    stop: async () => {
+      if (exited === null) {
+        const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await gone;
+        clearTimeout(timer);
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
