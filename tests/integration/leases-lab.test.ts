@@ -41,6 +41,8 @@ describe('the lifecycle on real local boards', () => {
     await driver.files.write(marker, 'secret');
 
     const { applyId } = (await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId })).data;
+    const info = await call(t.app, u, 'GET', '/api/user/apply-info');
+    expect(info.data).toEqual([{ applyId, deviceId, serverName: 'sandbox', expiresAt: lease.data.endsAt }]);
     const reset = await call(t.app, u, 'POST', '/api/device/power-reset', {}, { applyaccess: applyId });
     expect(reset.code).toBe(20000);
     expect(reset.data).toEqual({ deviceId, state: 'leased' });
@@ -75,6 +77,7 @@ describe('the lifecycle on real local boards', () => {
     await t.app.leases.drain();
     expect(await boardState(t.app, deviceId)).toBe('idle');
     await expect(t.app.boards.driver(deviceId).files.read(marker)).rejects.toThrow();
+    expect((await call(t.app, u, 'GET', '/api/user/apply-info')).data).toEqual([]);
   });
 
   it('restores and frees a board whose lease expires', async () => {

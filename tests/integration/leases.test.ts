@@ -151,6 +151,7 @@ describe('leases, applies and history', () => {
     const dup = await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: ' dev ' });
     expect(dup.status).toBe(409);
     expect(dup.error).toBe('lease.name_taken');
+    expect(dup.data).toEqual({ serverName: 'dev' });
     expect(await boardState(t.app, b2.id)).toBe('idle');
     // names are per user
     expect((await request(other, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'dev' })).code).toBe(20000);

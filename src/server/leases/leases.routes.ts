@@ -16,6 +16,8 @@ export const leasesFeature: Feature = {
     app.decorate('leaseScheduler', new LeaseScheduler(app, service, app.config.BIANBU_LEASE_TICK_MS));
     app.decorate('resolveApply', (ctx, input) => service.resolveApply(ctx, input));
     app.decorate('listAppliesOf', (userId: string) => service.listAppliesOf(userId));
+    // The identity feature answers GET /api/user/apply-info through this name.
+    app.decorate('userApplies', (userId: string) => service.listAppliesOf(userId));
   },
   calls: (app: FastifyInstance) => {
     const s = app.leases;

@@ -29,6 +29,17 @@ const SHELL_REASON = { applyEnded: 'apply.ended', leaseExpired: 'lease.expired' 
 
 const unavailable = (message: string, key: string) => new AppError(503, ResultCode.Unavailable, key, message);
 
+const nameTaken = (serverName: string) =>
+  new AppError(
+    409,
+    ResultCode.Conflict,
+    LeaseErrorKey.nameTaken,
+    `You already hold a board named "${serverName}"`,
+    [{ path: 'serverName', message: 'already used for another of your boards' }],
+    undefined,
+    { serverName },
+  );
+
 /** A driver failure as the caller should see it: unsupported, unreachable, or failed. */
 function driverFailure(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -139,9 +150,7 @@ export class LeaseService {
         now,
       });
     }
-    if (outcome.kind === 'name_taken') {
-      throw conflict(`You already hold a board named "${input.serverName}"`, LeaseErrorKey.nameTaken);
-    }
+    if (outcome.kind === 'name_taken') throw nameTaken(input.serverName);
     if (outcome.kind === 'none_free') {
       const next = await this.repo.nextFree(input.filterReq);
       if (next.matching === 0) {
@@ -178,9 +187,7 @@ export class LeaseService {
     const lease = await this.liveLeaseOrFail(userId, input.deviceId, input.oldServerName, now);
     if (input.newServerName !== input.oldServerName) {
       const result = await this.repo.rename(userId, input.deviceId, input.oldServerName, input.newServerName, now);
-      if (result === 'taken') {
-        throw conflict(`You already hold a board named "${input.newServerName}"`, LeaseErrorKey.nameTaken);
-      }
+      if (result === 'taken') throw nameTaken(input.newServerName);
       if (result === 'missing') throw notFound('You hold no board by that id and name', LeaseErrorKey.notFound);
     }
     const fresh = await this.repo.getById(lease.id);
