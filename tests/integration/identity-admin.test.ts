@@ -321,14 +321,65 @@ describe('identity administration', () => {
   });
 });
 
-describe('the licence with XPACK off', () => {
+describe('a first start without BIANBU_ADMIN_PASSWORD', () => {
   let t: TestApp;
+  let printed: string[] = [];
   beforeAll(async () => {
-    t = await makeTestApp();
+    const write = process.stdout.write.bind(process.stdout);
+    const spy = vi
+      .spyOn(process.stdout, 'write')
+      .mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+        printed.push(String(chunk));
+        return write(chunk, ...(rest as []));
+      });
+    try {
+      t = await makeTestApp({ env: { LOG_LEVEL: 'warn' } });
+    } finally {
+      spy.mockRestore();
+    }
   });
   afterAll(() => t?.close());
 
-  it('answers "not found" even to a holder of settings.change_license', async () => {
+  it('prints a random admin password once, which signs in, and never prints it again', async () => {
+    const text = printed.join('');
+    const m = text.match(/Password \(shown once\): (\S+)/);
+    expect(m).not.toBeNull();
+    const password = (m as RegExpMatchArray)[1];
+    expect(password.length).toBeGreaterThanOrEqual(16);
+    const publicKey = (await t.app.inject({ method: 'GET', url: '/api/user/public-key' })).json().data
+      .publicKey;
+    const enc = (v: string) =>
+      crypto
+        .publicEncrypt(
+          { key: publicKey, padding: crypto.constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+          Buffer.from(v),
+        )
+        .toString('base64');
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/user/login',
+      payload: { username: enc('admin'), password: enc(password) },
+    });
+    expect(res.json().code).toBe(20000);
+    const stored = await t.storage.query<{ password_hash: string }>(
+      "select password_hash from users where username = 'admin'",
+    );
+    expect(stored[0].password_hash).not.toContain(password);
+
+    printed = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    try {
+      await seedIdentity(t.app);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(printed.join('')).not.toContain(password);
+  });
+
+  it('answers the licence detail "not found" with XPACK off, even to a holder of settings.change_license', async () => {
     const u = await makeUser(t.app, { perms: ['settings.change_license'] });
     const res = await t.app.inject({
       method: 'GET',
