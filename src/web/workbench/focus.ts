@@ -94,6 +94,8 @@ export function paneCandidates(root: ParentNode = document): Candidate<HTMLEleme
   for (const el of root.querySelectorAll<HTMLElement>('[data-pane-id]')) {
     const r = el.getBoundingClientRect();
     if (r.width < 2 || r.height < 2) continue;
+    // Hidden shell tabs keep their layout (so their terminals keep their size) but cannot take focus.
+    if (getComputedStyle(el).visibility === 'hidden') continue;
     // A pane that contains other panes (the shell area around split shells) is not a target itself.
     if (el.querySelector('[data-pane-id]')) continue;
     out.push({ id: el, box: { left: r.left, top: r.top, right: r.right, bottom: r.bottom } });
