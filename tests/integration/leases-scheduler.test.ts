@@ -194,6 +194,33 @@ describe('the lease expiry scheduler', () => {
     expect((await leaseRow(lease.leaseId)).cleaned_at).not.toBeNull();
   });
 
+  it('hands out no board whose restore is pending, even when a restart marked it idle', async () => {
+    const board = await makeBoard(a.app, { attributes: { pool: 'pending' } });
+    const u = await makeUser(a.app);
+    const v = await makeUser(a.app);
+    const ask = (who: typeof u, serverName: string) =>
+      call(b.app, who, 'POST', '/api/device/request-device', {
+        requestDate: endIn(clock.now(), H48),
+        filterReq: { pool: 'pending' },
+        serverName,
+      });
+    const lease = (await ask(u, 'first')).data;
+    // An instance ended the lease and died before restoring; the lab's restart then marked the board idle.
+    await a.storage.query(
+      "update leases set state = 'released', ended_at = $2, cleanup_claimed_at = $2 where id = $1",
+      [lease.leaseId, clock.now().toISOString()],
+    );
+    await a.storage.query("update boards set state = 'idle' where id = $1", [board.id]);
+    const refused = await ask(v, 'second');
+    expect(refused.error).toBe('lease.none_free');
+    expect(refused.data.nextFreeAt).toBe(clock.now().toISOString());
+
+    clock.advance(11 * 60_000);
+    await both();
+    expect(await boardState(a.app, board.id)).toBe('idle');
+    expect((await ask(v, 'second')).data.deviceId).toBe(board.id);
+  });
+
   it('keeps leases and their ends across a restart, and expires what ended while it was down', async () => {
     const board = await makeBoard(a.app);
     const u = await makeUser(a.app);

@@ -136,6 +136,9 @@ async function transitionBoard(
 }
 
 const noLiveLease = sql`not exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`;
+/** A board whose last lease ended but whose restore has not finished is not handed out, whatever its state says. */
+const noPendingCleanup = sql`not exists (select 1 from leases y
+  where y.board_id = b.id and y.state <> 'live' and y.cleaned_at is null)`;
 
 export class LeaseRepo {
   constructor(
@@ -202,6 +205,7 @@ export class LeaseRepo {
           sql`with pick as (
                 select b.id from boards b
                  where b.state = 'idle' and b.retired_at is null and ${boardFilterSql(filters)} and ${noLiveLease}
+                   and ${noPendingCleanup}
                  order by b.state_changed_at, b.id
                  limit 1
                  for update of b skip locked)
@@ -214,7 +218,8 @@ export class LeaseRepo {
           const [free] = await rows<{ n: number }>(
             tx,
             sql`select count(*)::int as n from boards b
-                 where b.state = 'idle' and b.retired_at is null and ${boardFilterSql(filters)} and ${noLiveLease}`,
+                 where b.state = 'idle' and b.retired_at is null and ${boardFilterSql(filters)} and ${noLiveLease}
+                   and ${noPendingCleanup}`,
           );
           return { kind: 'none_free', lockedElsewhere: free.n > 0 };
         }
@@ -245,14 +250,15 @@ export class LeaseRepo {
 
   /**
    * Why no board was free: how many boards in service match, and when the first live lease on one of
-   * them (not in maintenance or offline) ends. A matching board being cleaned counts as free now.
+   * them (not in maintenance or offline) ends. A matching board being restored counts as free now.
    */
   async nextFree(filters: AttributeFilters): Promise<{ matching: number; nextEnd: Date | null; cleaning: number }> {
     const [r] = await rows<{ matching: number; next_end: Date | string | null; cleaning: number }>(
       this.db,
       sql`select count(*)::int as matching,
                  min(l.ends_at) filter (where b.state not in ('maintenance', 'offline')) as next_end,
-                 (count(*) filter (where l.id is null and b.state = 'resetting'))::int as cleaning
+                 (count(*) filter (where l.id is null and b.state not in ('maintenance', 'offline')
+                                     and (b.state = 'resetting' or not ${noPendingCleanup})))::int as cleaning
             from boards b left join leases l on l.board_id = b.id and l.state = 'live'
            where b.retired_at is null and ${boardFilterSql(filters)}`,
     );

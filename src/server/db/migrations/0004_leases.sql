@@ -28,8 +28,8 @@ create unique index leases_live_name_uq on leases (user_id, server_name) where s
 create index leases_user_started_idx on leases (user_id, started_at desc);
 -- the scheduler's and "next free" scans touch only live leases
 create index leases_live_ends_idx on leases (ends_at) where state = 'live';
--- boards whose cleanup is pending
-create index leases_cleanup_idx on leases (ended_at) where state <> 'live' and cleaned_at is null;
+-- boards whose restore after a lease is pending (not handed out until it is done)
+create index leases_cleanup_idx on leases (board_id) where state <> 'live' and cleaned_at is null;
 
 create table applies (
   id text primary key,
