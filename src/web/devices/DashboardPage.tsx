@@ -129,7 +129,7 @@ function LeaseLine({ lease, receivedAt }: { lease: LeaseDto; receivedAt: number 
         <div className="truncate text-xs text-zinc-500">{[lease.boardName, lease.model].filter(Boolean).join(' · ')}</div>
       </div>
       <StateBadge state={lease.boardState} />
-      <span className="w-28 text-right font-mono text-xs tabular-nums text-zinc-700 dark:text-zinc-300">
+      <span className="w-36 shrink-0 text-right font-mono text-xs whitespace-nowrap tabular-nums text-zinc-700 dark:text-zinc-300">
         {timeLeftText(t, remainingAt(lease, receivedAt, now))}
       </span>
     </li>

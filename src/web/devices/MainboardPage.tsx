@@ -252,7 +252,7 @@ function LeaseRow({
         </div>
       </div>
       <StateBadge state={lease.boardState} />
-      <div className="w-40 text-right">
+      <div className="w-44 shrink-0 text-right whitespace-nowrap">
         <div
           className={cx(
             'font-mono text-[13px] tabular-nums',

@@ -23,7 +23,10 @@ export interface LoadData {
   net: LoadSeries;
 }
 
-type LoadState = { status: 'loading' } | { status: 'ok'; data: LoadData } | { status: 'failed'; error: string; data?: LoadData };
+type LoadState =
+  | { status: 'loading' }
+  | { status: 'ok'; data: LoadData }
+  | { status: 'failed'; error: string; data?: LoadData };
 
 export function formatBytes(n: number | null | undefined, lng: string): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '–';
@@ -68,7 +71,11 @@ export function LoadPane({ deviceId, serverName }: { deviceId: string; serverNam
         if (!stopped && mine === seq.current) setState({ status: 'ok', data: { cpu, mem, disk, net } });
       } catch (err) {
         if (!stopped && mine === seq.current)
-          setState((prev) => ({ status: 'failed', error: messageOf(err), data: prev.status === 'loading' ? undefined : prev.data }));
+          setState((prev) => ({
+            status: 'failed',
+            error: messageOf(err),
+            data: prev.status === 'loading' ? undefined : prev.data,
+          }));
       }
     };
     void load();
@@ -83,7 +90,8 @@ export function LoadPane({ deviceId, serverName }: { deviceId: string; serverNam
 
   const data = state.status === 'loading' ? undefined : state.data;
   const lng = i18n.language;
-  const pct = (v: number | null) => (v === null ? '–' : `${new Intl.NumberFormat(lng, { maximumFractionDigits: 1 }).format(v)}%`);
+  const pct = (v: number | null) =>
+    v === null ? '–' : `${new Intl.NumberFormat(lng, { maximumFractionDigits: 1 }).format(v)}%`;
 
   return (
     <div className="flex h-full min-h-0 flex-col overflow-y-auto" data-testid="load-pane">
@@ -116,9 +124,13 @@ export function LoadPane({ deviceId, serverName }: { deviceId: string; serverNam
             title={t('load.disk')}
             testId="chart-disk"
             data={table(data.disk)}
-            series={data.disk.series.map((s, i) => ({ label: t('load.used', { key: s.key }), color: i === 0 ? '#f59e0b' : '#84cc16' }))}
+            series={data.disk.series.map((s, i) => ({
+              label: t('load.used', { key: s.key }),
+              color: i === 0 ? '#f59e0b' : '#84cc16',
+            }))}
             range={data.disk.total ? [0, data.disk.total] : undefined}
             format={(v) => formatBytes(v, lng)}
+            minRange={1024 * 1024}
             summary={`${formatBytes(lastValue(data.disk.series[0]?.values ?? []), lng)}${data.disk.total ? ` / ${formatBytes(data.disk.total, lng)}` : ''}`}
           />
           <Chart
@@ -130,11 +142,17 @@ export function LoadPane({ deviceId, serverName }: { deviceId: string; serverNam
               color: s.key === 'tx' ? '#f43f5e' : '#10b981',
             }))}
             format={(v) => `${formatBytes(v, lng)}/s`}
+            minRange={4096}
             summary={data.net.series
-              .map((s) => `${s.key === 'rx' ? '↓' : s.key === 'tx' ? '↑' : s.key} ${formatBytes(lastValue(s.values), lng)}/s`)
+              .map(
+                (s) =>
+                  `${s.key === 'rx' ? '↓' : s.key === 'tx' ? '↑' : s.key} ${formatBytes(lastValue(s.values), lng)}/s`,
+              )
               .join('  ')}
           />
-          {data.cpu.timestamps.length === 0 ? <p className="px-1 text-xs text-zinc-500">{t('load.noSamples')}</p> : null}
+          {data.cpu.timestamps.length === 0 ? (
+            <p className="px-1 text-xs text-zinc-500">{t('load.noSamples')}</p>
+          ) : null}
         </div>
       )}
     </div>
@@ -154,7 +172,9 @@ function Chart({
   range,
   format,
   summary,
+  minRange,
 }: {
+  minRange?: number;
   title: string;
   testId: string;
   data: uPlot.AlignedData;
@@ -166,7 +186,9 @@ function Chart({
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const { theme } = useSnapshot(appState);
-  const shape = `${series.map((s) => s.label).join('|')}|${range?.join(',') ?? ''}|${theme}`;
+  const { i18n } = useTranslation();
+  const lng = i18n.language;
+  const shape = `${series.map((s) => s.label).join('|')}|${range?.join(',') ?? ''}|${theme}|${lng}|${minRange ?? ''}`;
   const formatRef = useRef(format);
   formatRef.current = format;
 
@@ -178,14 +200,29 @@ function Chart({
     const dark = theme === 'dark';
     const grid = dark ? 'rgba(255,255,255,0.06)' : 'rgba(0,0,0,0.06)';
     const axis = dark ? '#a1a1aa' : '#71717a';
+    const clock = new Intl.DateTimeFormat(lng, { hour: '2-digit', minute: '2-digit' });
+    const floor = minRange ?? 1;
     const opts: uPlot.Options = {
       width: Math.max(120, el.clientWidth),
       height: 110,
       legend: { show: false },
       cursor: { points: { size: 5 } },
-      scales: { x: { time: true }, y: range ? { range: () => range } : { range: (_u, min, max) => [0, Math.max(1, max * 1.15, min)] } },
+      scales: {
+        x: { time: true },
+        y: range
+          ? { range: () => range }
+          : { range: (_u, min, max) => [0, Math.max(floor, max * 1.15, min)] },
+      },
       axes: [
-        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { show: false }, font: '10px ui-sans-serif, system-ui', size: 22 },
+        {
+          stroke: axis,
+          grid: { stroke: grid, width: 1 },
+          ticks: { show: false },
+          font: '10px ui-sans-serif, system-ui',
+          size: 22,
+          // One line of hours and minutes: uPlot's default adds a second line with the date.
+          values: (_u, vals) => vals.map((v) => clock.format(new Date(v * 1000))),
+        },
         {
           stroke: axis,
           grid: { stroke: grid, width: 1 },
@@ -225,10 +262,16 @@ function Chart({
   }, [data]);
 
   return (
-    <section data-testid={testId} className="rounded-md border border-zinc-200 bg-white p-2 dark:border-zinc-800 dark:bg-zinc-950">
+    <section
+      data-testid={testId}
+      className="rounded-md border border-zinc-200 bg-white p-2 dark:border-zinc-800 dark:bg-zinc-950"
+    >
       <header className="mb-1 flex items-baseline justify-between gap-2 px-0.5">
         <h3 className="text-[11px] font-semibold tracking-wide text-zinc-500 uppercase">{title}</h3>
-        <span className="truncate font-mono text-[11px] tabular-nums text-zinc-700 dark:text-zinc-300" data-testid={`${testId}-now`}>
+        <span
+          className="truncate font-mono text-[11px] tabular-nums text-zinc-700 dark:text-zinc-300"
+          data-testid={`${testId}-now`}
+        >
           {summary}
         </span>
       </header>

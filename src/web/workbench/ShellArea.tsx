@@ -105,7 +105,9 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
               key={tab.id}
               className={cx(
                 'group flex shrink-0 items-center border-r border-zinc-200 text-xs dark:border-zinc-800',
-                active ? 'bg-white text-zinc-900 dark:bg-zinc-950 dark:text-zinc-100' : 'text-zinc-500 hover:text-zinc-800 dark:hover:text-zinc-200',
+                active
+                  ? 'bg-white text-zinc-900 dark:bg-zinc-950 dark:text-zinc-100'
+                  : 'text-zinc-500 hover:text-zinc-800 dark:hover:text-zinc-200',
               )}
             >
               <button
@@ -139,8 +141,22 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
           );
         })}
         <div className="ml-auto flex items-center gap-0.5 px-1">
-          <IconButton icon="terminal" size={13} className="h-6 w-6" label={t('shells.newShell')} onClick={() => focusLater(addTab('login').id)} data-testid="new-shell" />
-          <IconButton icon="cpu" size={13} className="h-6 w-6" label={t('shells.newSerial')} onClick={() => focusLater(addTab('serial').id)} data-testid="new-serial" />
+          <IconButton
+            icon="terminal"
+            size={13}
+            className="h-6 w-6"
+            label={t('shells.newShell')}
+            onClick={() => focusLater(addTab('login').id)}
+            data-testid="new-shell"
+          />
+          <IconButton
+            icon="cpu"
+            size={13}
+            className="h-6 w-6"
+            label={t('shells.newSerial')}
+            onClick={() => focusLater(addTab('serial').id)}
+            data-testid="new-serial"
+          />
           <IconButton
             icon="panelLeft"
             size={13}
@@ -159,8 +175,18 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
           </div>
         ) : null}
         {tabs.map((tab) => (
-          <div key={tab.id} className={cx('absolute inset-0', tab.id !== wb.layout.activeTab && 'invisible')} data-tab-id={tab.id}>
-            <TabBody applyId={applyId} deviceId={deviceId} tab={tab} labels={labels} hidden={tab.id !== wb.layout.activeTab} />
+          <div
+            key={tab.id}
+            className={cx('absolute inset-0', tab.id !== wb.layout.activeTab && 'invisible')}
+            data-tab-id={tab.id}
+          >
+            <TabBody
+              applyId={applyId}
+              deviceId={deviceId}
+              tab={tab}
+              labels={labels}
+              hidden={tab.id !== wb.layout.activeTab}
+            />
           </div>
         ))}
       </div>
@@ -199,18 +225,21 @@ function TabBody({
           <Panel id={slot.id} minSize="120px">
             <PaneFrame
               paneId={`shell:${slot.id}`}
-              title={labels.get(slot.id)}
+              // A lone shell is named by its tab; split shells need their own title bar to tell them apart.
+              title={tab.slots.length > 1 ? labels.get(slot.id) : undefined}
               actions={
-                <IconButton
-                  icon="x"
-                  size={12}
-                  className="-mr-1 h-6 w-6"
-                  label={t('shells.close')}
-                  onClick={() => {
-                    removeSlot(slot.id);
-                    void closeShell(applyId, slot);
-                  }}
-                />
+                tab.slots.length > 1 ? (
+                  <IconButton
+                    icon="x"
+                    size={12}
+                    className="-mr-1 h-6 w-6"
+                    label={t('shells.close')}
+                    onClick={() => {
+                      removeSlot(slot.id);
+                      void closeShell(applyId, slot);
+                    }}
+                  />
+                ) : undefined
               }
               bodyClassName="bg-zinc-950"
             >
