@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { type Box, nextPane } from '#web/workbench/focus.ts';
+import { addTab, defaultLayout, parseLayout, removeSlot, splitActive, workbench } from '#web/workbench/store.ts';
+
+const box = (left: number, top: number, right: number, bottom: number): Box => ({ left, top, right, bottom });
+
+// files | editor / (shellA | shellB) | load
+const panes = [
+  { id: 'files', box: box(0, 0, 200, 800) },
+  { id: 'editor', box: box(201, 0, 900, 300) },
+  { id: 'shellA', box: box(201, 301, 550, 800) },
+  { id: 'shellB', box: box(551, 301, 900, 800) },
+  { id: 'load', box: box(901, 0, 1200, 800) },
+];
+
+describe('focus movement between panes', () => {
+  it.each([
+    ['shellB', 'left', 'shellA'],
+    ['shellA', 'left', 'files'],
+    ['shellA', 'up', 'editor'],
+    ['editor', 'down', 'shellA'],
+    ['shellB', 'right', 'load'],
+    ['editor', 'right', 'load'],
+    ['load', 'left', 'shellB'],
+    ['files', 'left', null],
+    ['editor', 'up', null],
+  ] as const)('from %s going %s reaches %s', (from, dir, to) => {
+    const cur = panes.find((p) => p.id === from);
+    if (!cur) throw new Error(from);
+    expect(
+      nextPane(
+        cur.box,
+        panes.filter((p) => p !== cur),
+        dir,
+      ),
+    ).toBe(to);
+  });
+});
+
+describe('saved workbench layout', () => {
+  it('falls back to the default for garbage, a wrong version or bad fields', () => {
+    expect(parseLayout('not json')).toEqual(defaultLayout());
+    expect(parseLayout(JSON.stringify({ version: 99, show: { files: false } }))).toEqual(defaultLayout());
+    const parsed = parseLayout(
+      JSON.stringify({
+        version: 1,
+        show: { files: false, editor: 'yes' },
+        groups: { 'main:files+center': { files: 20, center: 80, bad: 400 } },
+        applyId: 'a1',
+        tabs: [
+          { id: 't1', slots: [{ id: 's1', kind: 'login', clientId: 'c1' }, { id: 's2', kind: 'bogus' }], activeSlot: 'zz' },
+          { id: 't2', slots: [] },
+        ],
+        activeTab: 'missing',
+      }),
+    );
+    expect(parsed.show).toEqual({ files: false, editor: true, load: true });
+    expect(parsed.groups['main:files+center']).toEqual({ files: 20, center: 80 });
+    expect(parsed.tabs).toEqual([{ id: 't1', slots: [{ id: 's1', kind: 'login', clientId: 'c1' }], activeSlot: 's1' }]);
+    expect(parsed.activeTab).toBe('t1');
+  });
+
+  it('splits beside the active shell and drops a tab when its last shell closes', () => {
+    workbench.layout = defaultLayout();
+    const first = addTab('login');
+    const second = splitActive('login');
+    expect(workbench.layout.tabs).toHaveLength(1);
+    expect(workbench.layout.tabs[0].slots.map((s) => s.id)).toEqual([first.id, second.id]);
+    expect(workbench.layout.tabs[0].activeSlot).toBe(second.id);
+    removeSlot(second.id);
+    expect(workbench.layout.tabs[0].activeSlot).toBe(first.id);
+    removeSlot(first.id);
+    expect(workbench.layout.tabs).toHaveLength(0);
+    expect(workbench.layout.activeTab).toBeNull();
+  });
+});
