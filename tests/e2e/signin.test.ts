@@ -3,7 +3,7 @@
 // token expires, signed in through the console's own password form (RSA-OAEP in the browser).
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD } from './helpers/api.ts';
+import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
 import { avatarPicture } from './helpers/png.ts';
 import { type Service, startService } from './helpers/service.ts';
@@ -82,6 +82,54 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
     expect(await storedToken(page)).toBeNull();
     // Signed out everywhere that token was used: the service refuses it now.
     expect((await userInfo(svc, token ?? '')).code).toBe(50008);
+    await ctx.close();
+  });
+  it('signs in from a /thridparty link with a sequence code minted by a trusted system', async () => {
+    const admin = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
+    const minted = await fetch(`${svc.url}/api/admin/sequence-codes/create`, {
+      method: 'POST',
+      headers: { Authorization: admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'rainier-user', createIfMissing: true, name: 'Rainier User' }),
+    });
+    const { data } = (await minted.json()) as { data: { sequenceCode: string } };
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    const console_ = new ConsolePage(page, svc.url);
+    await console_.goto(`/thridparty?sequenceCode=${encodeURIComponent(data.sequenceCode)}`);
+    await console_.waitForPath('/mainboard', 30_000);
+    expect(await page.getByTestId('user-name').textContent()).toBe('Rainier User');
+
+    await ctx.close();
+
+    // The code was single use: the same link in another browser says why it cannot sign in.
+    const other = await browser.newContext();
+    const again = await other.newPage();
+    await again.goto(`${svc.url}/thridparty?sequenceCode=${encodeURIComponent(data.sequenceCode)}`);
+    await again.getByRole('alert').first().waitFor();
+    expect(new URL(again.url()).pathname).toBe('/thridparty');
+    expect(await again.evaluate(() => localStorage.getItem('token'))).toBeNull();
+    await other.close();
+  });
+
+  it('signs in with a phone number and the one-time code from the outbox', async () => {
+    const admin = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
+    const ctx = await browser.newContext();
+    await ctx.addCookies([{ name: 'lang', value: 'en', url: svc.url }]);
+    const page = await ctx.newPage();
+    await page.goto(`${svc.url}/login`);
+    await page.locator('[data-mode="phone"]').click();
+    const phone = '13800138000';
+    await page.locator('#login-phone').fill(` ${phone} `);
+    await page.getByTestId('send-code').click();
+    await page.waitForFunction(() => /\d/.test(document.querySelector('[data-testid="send-code"]')?.textContent ?? ''));
+    const outbox = await fetch(`${svc.url}/api/admin/phone-outbox?phone=${phone}`, { headers: { Authorization: admin } });
+    const { data } = (await outbox.json()) as { data: { items: { body: string }[] } };
+    const code = /\b(\d{6})\b/.exec(data.items[0]?.body ?? '')?.[1];
+    expect(code).toMatch(/^\d{6}$/);
+    await page.locator('#login-code').fill(code ?? '');
+    await page.getByTestId('phone-form').locator('button[type="submit"]').click();
+    await page.waitForURL((u) => u.pathname === '/mainboard', { timeout: 20_000 });
+    expect(await storedToken(page)).toMatch(/^bbt_/);
     await ctx.close();
   });
 });

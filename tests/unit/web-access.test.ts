@@ -138,3 +138,15 @@ describe('redirect targets after sign-in', () => {
     });
   }
 });
+
+describe('the route set', () => {
+  it('is reduced when either the build variable or the service setting says so', async () => {
+    const { routeSetOf } = await import('#web/state/settings.ts');
+    const settings = (routeSet: 'full' | 'reduced') => ({ routeSet }) as never;
+    expect(routeSetOf(undefined, null)).toBe('full');
+    expect(routeSetOf('reduced', null)).toBe('reduced');
+    expect(routeSetOf(undefined, settings('reduced'))).toBe('reduced');
+    expect(routeSetOf('full', settings('reduced'))).toBe('reduced');
+    expect(routeSetOf('full', settings('full'))).toBe('full');
+  });
+});

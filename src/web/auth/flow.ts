@@ -8,9 +8,9 @@ import { safeRedirect } from '#web/router/access.ts';
 import { routeTable } from '#web/router/table.ts';
 import { flattenRoutes } from '#web/router/types.ts';
 import { notify } from '#web/state/notices.ts';
-import { resetSession, session, setSessionToken, setUser } from '#web/state/session.ts';
+import { session, setSessionToken, setUser } from '#web/state/session.ts';
 import { publicSettingsState, routeSetOf } from '#web/state/settings.ts';
-import { readCookie, readToken, removeCookie, removeToken, writeCookie } from '#web/state/storage.ts';
+import { readCookie, readToken, removeApplyInfo, removeCookie, removeToken, writeCookie } from '#web/state/storage.ts';
 import { exchangeQuery, prepareProviderUrl, takePendingSignIn } from './oidc.ts';
 
 type CallName = (typeof userCalls)[number]['name'];
@@ -99,8 +99,11 @@ export function onUserLoadFailed(err: unknown): void {
   window.setTimeout(() => window.location.reload(), 1200);
 }
 
-/** Logout: the service revokes the token; the token, the apply-info cookie and the state go. */
-export async function logout(): Promise<void> {
+/**
+ * Logout (navbar, palette): the service revokes the token, the token and the apply-info cookie go,
+ * and the root path loads afresh so that the state, every store, socket and timer go with it.
+ */
+export async function logoutAndLeave(): Promise<void> {
   if (readToken()) {
     try {
       await call(userCall('userLogout'), {}, { silent: true });
@@ -108,15 +111,10 @@ export async function logout(): Promise<void> {
       // Signing out locally must work even when the service cannot be reached.
     }
   }
-  resetSession();
-}
-
-/**
- * The navbar's and the palette's sign-out: then the root path, loaded afresh so that every store,
- * socket and timer of the signed-in console is gone with it.
- */
-export async function logoutAndLeave(): Promise<void> {
-  await logout();
+  // Only the stored token and cookie go here: emptying the live session first would let the guard
+  // of the current (private) page send the browser to the provider before the root path loads.
+  removeToken();
+  removeApplyInfo();
   window.location.assign('/');
 }
 

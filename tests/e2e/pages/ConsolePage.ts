@@ -34,8 +34,14 @@ export class ConsolePage {
     await this.page.waitForFunction((l) => document.documentElement.lang === l, lng);
   }
 
+  /** The console has rendered a route (it sets the title then), so its keyboard shortcuts listen. */
+  async waitForApp(timeout = 15_000): Promise<void> {
+    await this.page.waitForFunction(() => document.title.endsWith(' - Bianbu Cloud'), undefined, { timeout });
+  }
+
   /** Keyboard only: Ctrl+K, type, wait until the command `id` is the selected one, Enter. */
   async runFromPalette(search: string, id: string): Promise<void> {
+    await this.waitForApp();
     await this.page.keyboard.press('Control+k');
     const input = this.page.locator('[cmdk-input]');
     await input.waitFor({ state: 'visible' });
