@@ -45,6 +45,8 @@ export const BoardErrorKey = {
   pathExists: 'path.exists',
   notDir: 'path.not_a_directory',
   isDir: 'path.is_a_directory',
+  denied: 'path.denied',
+  noSpace: 'path.no_space',
   tooLarge: 'file.too_large',
   imageInvalid: 'flash.image_invalid',
   pluginUnknown: 'plugin.unknown',

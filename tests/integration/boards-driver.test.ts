@@ -88,7 +88,7 @@ async function makeSsh(): Promise<Fixture> {
 }
 
 /** Runs a command line in a shell and answers its output (between markers the typed echo cannot contain). */
-export async function runInShell(shell: PtyHandle, command: string, timeoutMs = 10_000): Promise<string> {
+async function runInShell(shell: PtyHandle, command: string, timeoutMs = 10_000): Promise<string> {
   const id = Math.random().toString(36).slice(2, 8);
   let out = '';
   const off = shell.onData((b) => {

@@ -83,6 +83,7 @@ export class BoardLab {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly health = new Map<string, { failures: number; lastSeenWrite: number }>();
   private probing = false;
+  private starting: Promise<void> = Promise.resolve();
   private sampling = false;
   private stopped = false;
   /** False when bubblewrap is missing and unsandboxed boards were not allowed: local boards stay down. */
@@ -104,6 +105,7 @@ export class BoardLab {
 
   async start(): Promise<void> {
     const cfg = this.app.config;
+    const begun = Date.now();
     if (!findBwrap()) {
       this.app.log.warn(
         cfg.BIANBU_ALLOW_UNSANDBOXED
@@ -118,7 +120,11 @@ export class BoardLab {
       if (BUSY_STATES.has(r.state)) await this.setState(r.id, BoardState.idle, 'service restarted');
     }
     const rows = await this.rows({ includeRetired: false });
-    await eachLimited(rows, 8, (r) => this.startDriver(r));
+    // A large lab keeps booting in the background: the service must come up within Fastify's start
+    // deadline, and a board still booting is simply not answering probes yet.
+    this.starting = eachLimited(rows, 8, (r) => this.startDriver(r));
+    const wait = Math.max(0, 4000 - (Date.now() - begun));
+    await Promise.race([this.starting, new Promise((r) => setTimeout(r, wait).unref())]);
     this.timers.push(setInterval(() => void this.probeAll(), cfg.BIANBU_PROBE_INTERVAL_MS));
     this.timers.push(setInterval(() => void this.sampleAll(), cfg.BIANBU_METRICS_INTERVAL_MS));
     this.timers.push(setInterval(() => void this.pruneMetrics(), 10 * 60_000));
@@ -128,6 +134,7 @@ export class BoardLab {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    await this.starting;
     await Promise.all([...this.drivers.values()].map((d) => d.stop().catch(() => {})));
     this.drivers.clear();
   }
@@ -502,7 +509,7 @@ export class BoardLab {
       const samples: Array<[string, MetricsSample]> = [];
       await eachLimited(rows, 16, async (r) => {
         const d = this.drivers.get(r.id);
-        if (!d || !d.capabilities().has(Capability.metrics)) return;
+        if (!d?.capabilities().has(Capability.metrics)) return;
         samples.push([r.id, await d.sampleMetrics()]);
       });
       await this.storeSamples(samples);

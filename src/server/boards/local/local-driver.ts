@@ -32,7 +32,7 @@ import { SerialConsole } from './serial.ts';
 /** Where plugins appear inside a board (the host's plugins directory, bound read-only). */
 export const PLUGINS_MOUNT = '/opt/bianbu/plugins';
 const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const DISK_USAGE_TTL_MS = 30_000;
+const DISK_USAGE_TTL_MS = 120_000;
 const PATH_ENV = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export interface LocalBoardInit {
@@ -92,12 +92,13 @@ export class LocalDriver implements BoardDriver {
   private initPid = 0;
   private nsKey: string | null = null;
   private stopping = false;
+  private started: Promise<void> = Promise.resolve();
   private expectedExit = false;
   private swapping = false;
   private booting: Promise<void> | null = null;
   private lastCpu: { at: number; seconds: number } | null = null;
+  /** Disk usage and when it is due for a refresh. */
   private disk: { at: number; bytes: number } | null = null;
-  private diskRefresh: Promise<void> | null = null;
   private readonly ptys = new Set<pty.IPty>();
   private readonly timeoutMs: number;
   private hostname: string;
@@ -119,8 +120,19 @@ export class LocalDriver implements BoardDriver {
         if (this.swapping) throw new DriverError('board.busy', 'The board is being flashed');
       },
     );
+    // Calls that arrive while the board is still being set up (a large lab boots in the background)
+    // wait for it instead of failing on a root that does not exist yet.
+    const waiting = Object.fromEntries(
+      Object.entries(files).map(([k, fn]) => [
+        k,
+        async (...args: unknown[]) => {
+          await this.started.catch(() => {});
+          return (fn as (...a: unknown[]) => unknown)(...args);
+        },
+      ]),
+    ) as BoardDriver['files'];
     this.files = {
-      ...files,
+      ...waiting,
       freeSpace: async (p) => {
         const fsFree = await files.freeSpace(p);
         const used = await this.diskUsed();
@@ -156,12 +168,15 @@ export class LocalDriver implements BoardDriver {
     this.hostname = name;
   }
 
-  async start(): Promise<void> {
+  start(): Promise<void> {
     this.stopping = false;
-    if (!fs.existsSync(this.rootDir)) {
-      createDefaultRoot(this.rootDir, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
-    }
-    await this.boot('power on');
+    this.started = (async () => {
+      if (!fs.existsSync(this.rootDir)) {
+        createDefaultRoot(this.rootDir, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
+      }
+      await this.boot('power on');
+    })();
+    return this.started;
   }
 
   async stop(): Promise<void> {
@@ -170,6 +185,7 @@ export class LocalDriver implements BoardDriver {
   }
 
   async probe(timeoutMs = 3000): Promise<void> {
+    await withTimeout(this.started, timeoutMs, 'board start');
     if (this.swapping || this.booting) return;
     if (!this.running || namespaceOf(this.initPid) !== this.nsKey) {
       // A sandbox that died behind our back is booted again, like a watchdog would; the probe fails
@@ -408,6 +424,7 @@ export class LocalDriver implements BoardDriver {
   }
 
   private async spawnShell(size: PtySize, user: string, env: Record<string, string>): Promise<PtyHandle> {
+    await this.started.catch(() => {});
     if (this.booting) await this.booting;
     const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
     const { file, args } = this.enter(user, u.home);
@@ -463,18 +480,13 @@ export class LocalDriver implements BoardDriver {
 
   private async diskUsed(): Promise<number> {
     const now = Date.now();
-    if (!this.disk || now - this.disk.at > DISK_USAGE_TTL_MS) {
-      this.diskRefresh ??= diskUsage(this.rootDir)
-        .then((bytes) => {
-          this.disk = { at: Date.now(), bytes };
-        })
-        .finally(() => {
-          this.diskRefresh = null;
-        });
-      // Serve the last figure while a refresh runs; wait only for the very first one.
-      if (!this.disk) await this.diskRefresh;
+    if (!this.disk || now >= this.disk.at) {
+      // Refreshed every couple of minutes, each board at its own moment so a large lab never walks
+      // every root in the same sampling round.
+      const jitter = Math.floor(Math.random() * DISK_USAGE_TTL_MS * 0.5);
+      this.disk = { at: now + DISK_USAGE_TTL_MS - jitter, bytes: diskUsage(this.rootDir) };
     }
-    return this.disk?.bytes ?? 0;
+    return this.disk.bytes;
   }
 
   private members(): number[] {

@@ -76,36 +76,34 @@ export function parseNetDev(text: string): { rx: number; tx: number } {
   return { rx, tx };
 }
 
-/** Bytes allocated under `root` (hard links counted once), without following symlinks or mounts. */
-export async function diskUsage(root: string): Promise<number> {
-  const seen = new Set<string>();
+/**
+ * Bytes allocated under `root` (hard links counted once), without following symlinks or mounts. The
+ * walk is synchronous on purpose: per file, lstatSync costs a few microseconds where the promise API
+ * costs tens, and a board root is a few thousand files.
+ */
+export function diskUsage(root: string): number {
+  const seen = new Set<number>();
   let total = 0;
-  const rootDev = (await fs.promises.lstat(root)).dev;
-  const walk = async (dir: string): Promise<void> => {
-    let entries: fs.Dirent[];
+  const rootDev = fs.lstatSync(root).dev;
+  const walk = (dir: string): void => {
+    let names: string[];
     try {
-      entries = await fs.promises.readdir(dir, { withFileTypes: true });
+      names = fs.readdirSync(dir);
     } catch {
       return;
     }
-    for (const e of entries) {
-      const p = path.join(dir, e.name);
-      let st: fs.Stats;
-      try {
-        st = await fs.promises.lstat(p);
-      } catch {
-        continue;
-      }
-      if (st.dev !== rootDev) continue;
+    for (const name of names) {
+      const p = path.join(dir, name);
+      const st = fs.lstatSync(p, { throwIfNoEntry: false });
+      if (!st || st.dev !== rootDev) continue;
       if (st.nlink > 1 && !st.isDirectory()) {
-        const key = `${st.ino}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
+        if (seen.has(st.ino)) continue;
+        seen.add(st.ino);
       }
       total += st.blocks * 512;
-      if (st.isDirectory()) await walk(p);
+      if (st.isDirectory()) walk(p);
     }
   };
-  await walk(root);
+  walk(root);
   return total;
 }

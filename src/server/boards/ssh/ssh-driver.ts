@@ -440,7 +440,11 @@ export class SshDriver implements BoardDriver {
             const t = await this.writeTarget(sftp, p);
             const tmp = path.posix.join(path.posix.dirname(t.real), `.${path.posix.basename(t.real).slice(0, 200)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
             const stream: Writable = sftp.createWriteStream(tmp, { flags: 'wx', mode: t.mode });
-            const closed = new Promise<void>((res) => stream.once('close', () => res()));
+            // ssh2 emits 'close' only for a clean close; a stream destroyed with an error emits 'error' instead.
+            const closed = new Promise<void>((res) => {
+              stream.once('close', () => res());
+              stream.once('error', () => res());
+            });
             return {
               stream,
               commit: async () => {
@@ -464,8 +468,9 @@ export class SshDriver implements BoardDriver {
           (async () => {
             const sftp = await this.pool.sftp();
             const r = await this.real(sftp, p);
-            const v = await sftpCall<{ bavail: number; frsize: number; bsize: number }>((cb) => sftp.ext_openssh_statvfs(r.real, cb));
-            return Number(v.bavail) * Number(v.frsize || v.bsize);
+            // ssh2 names the statvfs@openssh.com fields f_bavail, f_frsize, f_bsize.
+            const v = await sftpCall<{ f_bavail: number; f_frsize: number; f_bsize: number }>((cb) => sftp.ext_openssh_statvfs(r.real, cb));
+            return Number(v.f_bavail) * Number(v.f_frsize || v.f_bsize);
           })(),
           'free space',
         ),
