@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DriverError } from '#server/boards/driver.ts';
+import type { DriverError } from '#server/boards/driver.ts';
 import { isWithin, normaliseBoardPath, resolveInRoot, splitBoardPath } from '#server/boards/paths.ts';
 import { likePattern } from '#server/boards/catalogue.ts';
 
