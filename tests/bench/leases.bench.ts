@@ -5,7 +5,8 @@
 //
 //   node --import tsx tests/bench/leases.bench.ts             PGlite in memory
 //   DATABASE_URL=postgres://... node --import tsx tests/bench/leases.bench.ts    a fresh PostgreSQL database
-//   BENCH_CONCURRENCY=16 BENCH_REQUESTS=2000 ...             load shape (defaults 8 and 1000)
+//   BENCH_CONCURRENCY=16 BENCH_REQUESTS=2000 ...             load shape (defaults 8 and 1000; the
+//                                                            one-client pass makes at most 200 calls)
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,7 +26,8 @@ const LEASES = 10_000;
 const LIVE = 600;
 const USERS = 500;
 const CALLERS = 50;
-const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
+/** Each call is measured alone (one client: what one page load sees) and under concurrent load. */
+const levels = [1, Number(process.env.BENCH_CONCURRENCY ?? 8)];
 const requests = Number(process.env.BENCH_REQUESTS ?? 1000);
 
 async function seed(storage: Awaited<ReturnType<typeof freshStorage>>['storage']) {
@@ -87,7 +89,11 @@ function figures(samples: number[], errors: number, wallMs: number): Figures {
 }
 
 /** `total` calls spread over `concurrency` workers; `one` answers the milliseconds it timed. */
-async function load(total: number, one: (i: number) => Promise<{ ms: number; ok: boolean }>): Promise<Figures> {
+async function load(
+  concurrency: number,
+  total: number,
+  one: (i: number) => Promise<{ ms: number; ok: boolean }>,
+): Promise<Figures> {
   const samples: number[] = [];
   let errors = 0;
   let next = 0;
@@ -141,19 +147,27 @@ async function main() {
     await timed('POST', '/api/device/filter-device', tokens[i % CALLERS], { filters: { cores: 8 }, page: 1 });
   }
 
-  const results: Record<string, Figures> = {};
-  results['filter-device (board list, cores=8, page of 20)'] = await load(requests, (i) =>
-    timed('POST', '/api/device/filter-device', tokens[i % CALLERS], {
-      filters: i % 2 ? { cores: 8 } : {},
-      page: 1 + (i % 5),
-      pageSize: 20,
-    }),
-  );
-  results['fetch-request-device (lease list)'] = await load(requests, (i) =>
-    timed('GET', '/api/device/fetch-request-device', tokens[i % CALLERS]),
-  );
-  const requestTotal = Math.min(requests, 1000);
-  results['request-device (then unlock, untimed)'] = await load(requestTotal, async (i) => {
+  const results: Record<string, Figures & { concurrency: number }> = {};
+  for (const concurrency of levels) {
+    const n = concurrency === 1 ? Math.min(200, requests) : requests;
+    const run = async (name: string, one: (i: number) => Promise<{ ms: number; ok: boolean }>) => {
+      results[`${name} ×${concurrency}`] = { ...(await load(concurrency, n, one)), concurrency };
+    };
+    await run('filter-device (board list)', (i) =>
+      timed('POST', '/api/device/filter-device', tokens[i % CALLERS], {
+        filters: i % 2 ? { cores: 8 } : {},
+        page: 1 + (i % 5),
+        pageSize: 20,
+      }),
+    );
+    await run('fetch-request-device (lease list)', (i) =>
+      timed('GET', '/api/device/fetch-request-device', tokens[i % CALLERS]),
+    );
+    await run('request-device (+ untimed unlock)', (i) => requestThenUnlock(i));
+  }
+  await app.leases.drain();
+
+  async function requestThenUnlock(i: number) {
     const token = tokens[i % CALLERS];
     const serverName = `bench-${crypto.randomUUID().slice(0, 8)}`;
     const r = await timed('POST', '/api/device/request-device', token, {
@@ -165,17 +179,20 @@ async function main() {
       await timed('POST', '/api/device/unlock-request-device', token, { deviceId: r.json.data.deviceId, serverName });
     }
     return r;
-  });
-  await app.leases.drain();
+  }
 
   const [counts] = await fresh.storage.query<{ boards: number; leases: number; applies: number }>(
     'select (select count(*)::int from boards) as boards, (select count(*)::int from leases) as leases, (select count(*)::int from applies) as applies',
   );
   console.log(
-    `\nleases benchmark — storage ${fresh.storage.kind}, ${counts.boards} boards, ${counts.leases} leases, ${counts.applies} applies (seeded in ${(seedMs / 1000).toFixed(1)} s); ${concurrency} concurrent clients over HTTP on loopback; ${os.cpus().length} CPUs\n`,
+    `\nleases benchmark — storage ${fresh.storage.kind}, ${counts.boards} boards, ${counts.leases} leases, ${counts.applies} applies (seeded in ${(seedMs / 1000).toFixed(1)} s); 1 and ${levels[1]} concurrent clients over HTTP on loopback; ${os.cpus().length} CPUs, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}\n`,
   );
   const rows = Object.entries(results).map(([name, f]) => ({
-    call: name,
+    call: name.replace(/ ×\d+$/, ''),
+    clients: f.concurrency,
     n: f.n,
     errors: f.errors,
     'p50 ms': f.p50.toFixed(1),
