@@ -6,7 +6,7 @@ import { LEASE_DURATIONS } from '#shared/constants.ts';
 import { Icon, type IconName } from '#web/components/icons.tsx';
 import { Kbd } from '#web/components/ui.tsx';
 import { Logo, LanguageMenu, ThemeToggle } from '#web/layout/controls.tsx';
-import { isMac } from '#web/palette/Palette.tsx';
+import { isMac } from '#web/palette/keys.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
 

@@ -1,6 +1,6 @@
 // The root of every route: runs the sign-in guard (spec section 4), enforces route permissions,
 // sets the page title, tracks the device class, and hosts the palette, notices and dialogs.
-import { lazy, Suspense, useEffect, useRef } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Navigate, Outlet, useLocation, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
@@ -22,7 +22,8 @@ import { profileDialog } from '#web/auth/profile-state.ts';
 import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
 import { Toaster } from '#web/components/Toaster.tsx';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
-import { Palette } from '#web/palette/Palette.tsx';
+import { usePaletteShortcut } from '#web/palette/keys.ts';
+import { paletteState } from '#web/palette/registry.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { type RouteHandle, useRouteMeta } from '#web/router/handle.ts';
 import { syncDevice } from '#web/state/app.ts';
@@ -32,6 +33,16 @@ import { publicSettingsState } from '#web/state/settings.ts';
 import { FullPageStatus } from './PageLoading.tsx';
 
 const ProfileDialog = lazy(() => import('#web/auth/ProfileDialog.tsx'));
+const loadPalette = () => import('#web/palette/Palette.tsx');
+const Palette = lazy(loadPalette);
+
+/** Fetch the palette's chunk once the page is idle, so the first Ctrl+K opens it at once. */
+function usePrefetchPalette() {
+  useEffect(() => {
+    const idle = window.requestIdleCallback ?? ((cb: () => void) => window.setTimeout(cb, 1500));
+    idle(() => void loadPalette());
+  }, []);
+}
 
 export function pageTitle(routeTitle: string | undefined): string {
   return routeTitle ? `${routeTitle} - ${PRODUCT_TITLE}` : PRODUCT_TITLE;
@@ -127,6 +138,12 @@ export function Root() {
   const handle = useRouteMeta();
   const { token } = useSnapshot(session);
   const { open: profileOpen } = useSnapshot(profileDialog);
+  const { open: paletteOpen } = useSnapshot(paletteState);
+  // Mounted from the first opening on, so closing animates and reopening is instant.
+  const [paletteUsed, setPaletteUsed] = useState(false);
+  if (paletteOpen && !paletteUsed) setPaletteUsed(true);
+  usePaletteShortcut();
+  usePrefetchPalette();
   useDocumentTitle(handle);
   useDeviceClass();
   useCoreCommands();
@@ -134,7 +151,11 @@ export function Root() {
   return (
     <>
       <Guarded />
-      <Palette />
+      {paletteUsed ? (
+        <Suspense fallback={null}>
+          <Palette />
+        </Suspense>
+      ) : null}
       <Toaster />
       <SessionEndedDialog />
       {token && profileOpen ? (

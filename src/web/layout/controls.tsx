@@ -8,7 +8,7 @@ import { openProfile } from '#web/auth/profile-state.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Avatar, cx, IconButton, Kbd } from '#web/components/ui.tsx';
 import { currentLanguage, LANGUAGE_LABELS, setLanguage } from '#web/i18n/i18n.ts';
-import { isMac } from '#web/palette/Palette.tsx';
+import { isMac } from '#web/palette/keys.ts';
 import { openPalette } from '#web/palette/registry.ts';
 import { appState, toggleTheme } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';

@@ -1,6 +1,6 @@
-// The command palette (cmdk), opened with Ctrl/Cmd+K on every page.
+// The command palette (cmdk), opened with Ctrl/Cmd+K on every page (keys.ts listens; this loads on first use).
 import { Command } from 'cmdk';
-import { useEffect, useMemo } from 'react';
+import { useMemo } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
@@ -8,30 +8,15 @@ import { hasPermission } from '#shared/permissions.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Kbd } from '#web/components/ui.tsx';
 import { session } from '#web/state/session.ts';
-import { closePalette, commandTitle, type PaletteCommand, paletteState, togglePalette, useCommands } from './registry.ts';
+import { isMac } from './keys.ts';
+import { closePalette, commandTitle, type PaletteCommand, paletteState, useCommands } from './registry.ts';
 
-export function isPaletteShortcut(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'altKey' | 'shiftKey'>): boolean {
-  return (e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k';
-}
-
-export function Palette() {
+export default function Palette() {
   const { open } = useSnapshot(paletteState);
   const { perms } = useSnapshot(session);
   const { t } = useTranslation('palette');
   const navigate = useNavigate();
   const commands = useCommands();
-
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (isPaletteShortcut(e)) {
-        // The browser's own Ctrl+K (focus the search bar) would steal the keystroke.
-        e.preventDefault();
-        togglePalette();
-      }
-    };
-    window.addEventListener('keydown', onKey, { capture: true });
-    return () => window.removeEventListener('keydown', onKey, { capture: true });
-  }, []);
 
   const groups = useMemo(() => {
     if (!open) return [];
@@ -120,8 +105,4 @@ export function Palette() {
       </div>
     </Command.Dialog>
   );
-}
-
-export function isMac(): boolean {
-  return typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
 }
