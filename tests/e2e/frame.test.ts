@@ -14,8 +14,8 @@ describe.skipIf(SKIP_E2E)('console frame', () => {
   let console_: ConsolePage;
 
   beforeAll(async () => {
-    svc = await startService();
     browser = await launchChromium();
+    svc = await startService();
   });
 
   afterAll(async () => {

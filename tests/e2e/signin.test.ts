@@ -24,8 +24,8 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
   let browser: Browser;
 
   beforeAll(async () => {
-    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
     browser = await launchChromium();
+    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
   });
 
   afterAll(async () => {
@@ -139,9 +139,9 @@ describe.skipIf(SKIP_E2E)('an expired token', () => {
   let browser: Browser;
 
   beforeAll(async () => {
+    browser = await launchChromium();
     // About one second of token lifetime.
     svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD, BIANBU_TOKEN_TTL_HOURS: '0.0003' });
-    browser = await launchChromium();
   });
 
   afterAll(async () => {
