@@ -217,7 +217,7 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
   return (
     <div className="space-y-4" data-testid="avatar-crop" data-loading={loading}>
       <div className="flex flex-col gap-4 sm:flex-row">
-        <div className="relative h-64 flex-1 overflow-hidden rounded-lg bg-zinc-900">
+        <div className="relative h-64 w-full shrink-0 overflow-hidden rounded-lg bg-zinc-900 sm:w-auto sm:flex-1">
           <Cropper
             key={cropperKey}
             image={source.url}
@@ -305,11 +305,11 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
         </Alert>
       ) : null}
       {loading === AvatarLoading.success ? <Alert tone="success">{t('avatar.success')}</Alert> : null}
-      <div className="flex items-center justify-between gap-2">
+      <div className="flex flex-wrap items-center justify-between gap-2">
         <Button variant="ghost" icon="image" onClick={() => setSource(null)} disabled={busy}>
           {t('avatar.another')}
         </Button>
-        <div className="flex gap-2">
+        <div className="ml-auto flex gap-2">
           <Button onClick={onClose} disabled={busy}>
             {t('actions.cancel')}
           </Button>
