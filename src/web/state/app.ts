@@ -14,13 +14,19 @@ function initialTheme(): Theme {
   return 'light';
 }
 
+export function deviceFor(width: number): DeviceClass {
+  return width < MOBILE_BREAKPOINT_PX ? 'mobile' : 'desktop';
+}
+
+const initialDevice: DeviceClass = typeof window === 'undefined' ? 'desktop' : deviceFor(window.innerWidth);
+
 export const appState = proxy({
   sidebar: {
-    // A missing cookie means opened: first visits show the menu.
-    opened: readCookie(STORAGE.sidebarCookie) !== '0',
-    withoutAnimation: false,
+    // A missing cookie means opened: first visits show the menu; a phone starts with it closed.
+    opened: initialDevice === 'desktop' && readCookie(STORAGE.sidebarCookie) !== '0',
+    withoutAnimation: initialDevice === 'mobile',
   },
-  device: 'desktop' as DeviceClass,
+  device: initialDevice,
   theme: initialTheme(),
   darkTermTheme: readCookie(STORAGE.termThemeCookie) !== 'light',
 });
@@ -37,9 +43,6 @@ export function closeSidebar(withoutAnimation: boolean): void {
   writeCookie(STORAGE.sidebarCookie, '0');
 }
 
-export function deviceFor(width: number): DeviceClass {
-  return width < MOBILE_BREAKPOINT_PX ? 'mobile' : 'desktop';
-}
 
 /** Called on load and on every resize; entering mobile closes the sidebar without animation. */
 export function syncDevice(width: number): void {
@@ -49,6 +52,9 @@ export function syncDevice(width: number): void {
   if (next === 'mobile') {
     appState.sidebar.opened = false;
     appState.sidebar.withoutAnimation = true;
+  } else {
+    // Back on a wide window the sidebar is as the user last left it.
+    appState.sidebar.opened = readCookie(STORAGE.sidebarCookie) !== '0';
   }
 }
 
