@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Envelope } from '#shared/codes.ts';
-import type { CallDef } from '#shared/http.ts';
+import { type CallDef, callTimeoutMs } from '#shared/http.ts';
 
 export interface CliConfig {
   url: string;
@@ -71,7 +71,7 @@ export async function invoke(cfg: CliConfig, call: CallDef, payload: Record<stri
     headers['content-type'] = 'application/json';
     body = JSON.stringify(parsed.data);
   }
-  const res = await fetch(url, { method: call.method, headers, body, signal: AbortSignal.timeout(call.transfer ? 600_000 : 5_000) });
+  const res = await fetch(url, { method: call.method, headers, body, signal: AbortSignal.timeout(callTimeoutMs(call)) });
   const text = await res.text();
   let env: Envelope;
   try {

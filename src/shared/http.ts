@@ -2,6 +2,7 @@
 // `defineCall` in the shared module of its feature; the server registers and validates routes from
 // these declarations, the web client and the cli type their calls from them.
 import { z } from 'zod';
+import { HTTP_TIMEOUT_MS, TRANSFER_TIMEOUT_MS } from './constants.ts';
 
 export type HttpMethod = 'GET' | 'POST';
 
@@ -35,6 +36,8 @@ export interface CallDef<
   transfer?: boolean;
   /** Body limit in bytes for this call when it differs from the service default. */
   bodyLimit?: number;
+  /** Client timeout when the call legitimately takes longer than the 5000 ms default (a power cycle). */
+  timeoutMs?: number;
   summary: string;
 }
 
@@ -51,6 +54,7 @@ export interface CallOptions<Name extends string, Req extends z.ZodType, Res ext
   answer?: AnswerKind;
   transfer?: boolean;
   bodyLimit?: number;
+  timeoutMs?: number;
   summary: string;
 }
 
@@ -74,6 +78,7 @@ export function defineCall<
     answer: opts.answer ?? 'envelope',
     transfer: opts.transfer,
     bodyLimit: opts.bodyLimit,
+    timeoutMs: opts.timeoutMs,
     summary: opts.summary,
   };
 }
@@ -119,4 +124,9 @@ function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): unknown {
   } catch {
     return {};
   }
+}
+
+/** How long a client waits for this call (spec section 9: 5000 ms, 600000 ms for transfers). */
+export function callTimeoutMs(call: Pick<CallDef, 'transfer' | 'timeoutMs'>): number {
+  return call.timeoutMs ?? (call.transfer ? TRANSFER_TIMEOUT_MS : HTTP_TIMEOUT_MS);
 }

@@ -259,6 +259,7 @@ export const leaseCalls = [
     request: z.object({ applyId: applyId.optional() }),
     response: z.object({ deviceId: z.string(), state: boardState }),
     needsApply: true,
+    timeoutMs: 60_000,
     summary: 'Power-cycle the board of the apply; answers once it is back',
   }),
   defineCall({

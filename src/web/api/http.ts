@@ -5,8 +5,8 @@
 // line, shown as a notice unless the caller handles it (`silent`).
 import axios, { type AxiosError, type AxiosProgressEvent, type AxiosRequestConfig, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { type Envelope, ResultCode, SESSION_END_CODES } from '#shared/codes.ts';
-import { HTTP_TIMEOUT_MS, TRANSFER_TIMEOUT_MS } from '#shared/constants.ts';
-import type { CallDef, RequestOf, ResponseOf } from '#shared/http.ts';
+import { HTTP_TIMEOUT_MS } from '#shared/constants.ts';
+import { type CallDef, callTimeoutMs, type RequestOf, type ResponseOf } from '#shared/http.ts';
 import { hasKey, t } from '#web/i18n/i18n.ts';
 import { askReLogin, notify } from '#web/state/notices.ts';
 import { readApplyInfo, readToken, stripQuotes } from '#web/state/storage.ts';
@@ -185,7 +185,7 @@ export async function call<C extends CallDef>(
   const res = await http.request({
     url,
     method: def.method,
-    timeout: def.transfer ? TRANSFER_TIMEOUT_MS : HTTP_TIMEOUT_MS,
+    timeout: callTimeoutMs(def),
     silent: opts.silent,
     publicCall: def.auth === 'public',
     signal: opts.signal,

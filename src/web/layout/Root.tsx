@@ -19,6 +19,7 @@ import {
   userCall,
 } from '#web/auth/flow.ts';
 import { profileDialog } from '#web/auth/profile-state.ts';
+import { installDeviceCommands } from '#web/devices/commands.ts';
 import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
 import { Toaster } from '#web/components/Toaster.tsx';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
@@ -121,7 +122,9 @@ function Guarded() {
       if (action.remember) rememberRedirect(action.remember);
       void startSignIn();
     } else if (action.kind === 'loadUser') {
-      loadUserOnce().catch(onUserLoadFailed);
+      // Once signed in, every page listens on the realtime channel, so lease warnings and board
+      // state changes reach the user wherever they are, not only on device pages.
+      loadUserOnce().then(installDeviceCommands, onUserLoadFailed);
     }
   }, [action.kind, location.key, token]);
 
