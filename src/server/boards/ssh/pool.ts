@@ -129,6 +129,8 @@ export class SshPool {
     return withTimeout(
       new Promise<Conn>((resolve, reject) => {
         client.once('ready', () => {
+          // Without TCP_NODELAY each SFTP write waits out Nagle and delayed ACKs: 1.8 MB/s instead of 70.
+          client.setNoDelay(true);
           conn.alive = true;
           this.conns.push(conn);
           resolve(conn);

@@ -440,16 +440,23 @@ export class SshDriver implements BoardDriver {
             const t = await this.writeTarget(sftp, p);
             const tmp = path.posix.join(path.posix.dirname(t.real), `.${path.posix.basename(t.real).slice(0, 200)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
             const stream: Writable = sftp.createWriteStream(tmp, { flags: 'wx', mode: t.mode });
-            // ssh2 emits 'close' only for a clean close; a stream destroyed with an error emits 'error' instead.
+            // ssh2 emits 'close' only for a clean close (a stream destroyed with an error emits 'error'
+            // instead), and its _final destroys the stream before 'finish', so end()'s callback may never
+            // run: the handle's close is the one signal that every write landed.
+            let failed: Error | null = null;
             const closed = new Promise<void>((res) => {
               stream.once('close', () => res());
-              stream.once('error', () => res());
+              stream.once('error', (err) => {
+                failed = err;
+                res();
+              });
             });
             return {
               stream,
               commit: async () => {
-                if (!stream.writableFinished) await new Promise<void>((res, rej) => stream.end(() => res()).once('error', rej));
+                if (!stream.writableEnded) stream.end();
                 await closed;
+                if (failed) throw sftpError(failed, t.board);
                 await this.renameOver(sftp, tmp, t.real).catch((err) => {
                   throw sftpError(err, t.board);
                 });
