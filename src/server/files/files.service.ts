@@ -194,8 +194,9 @@ export class FileService {
         if (current.type === 'dir') throw badRequest('This is a folder, not a file', FileErrorKey.isDir);
         const changed =
           current.size > EDITOR_MAX_BYTES ||
-          sha256(await guarded(() => this.driver.files.read(path, Math.max(current.size, EDITOR_MAX_BYTES) * 2))) !==
-            expectedHash;
+          sha256(
+            await guarded(() => this.driver.files.read(path, Math.max(current.size, EDITOR_MAX_BYTES) * 2)),
+          ) !== expectedHash;
         if (changed)
           throw conflict('The file changed on the board since it was opened', FileErrorKey.changed);
       }

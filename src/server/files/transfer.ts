@@ -4,7 +4,7 @@
 // runs out of space or any stream error aborts the temporary file, so the old file stays as it was and
 // no partial file remains. A download pipes the driver's read stream (or a tar of a folder, entry by
 // entry) to the response; a client that goes away destroys the pipeline back to the driver's stream.
-import { PassThrough, type Readable, Transform } from 'node:stream';
+import { PassThrough, type Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -39,16 +39,67 @@ function exactly(size: number): Transform {
   });
 }
 
-/** Counts bytes across the whole upload and refuses to go past the board's free space. */
-function budget(state: { left: number }): Transform {
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      state.left -= chunk.length;
-      if (state.left < 0) cb(noSpace());
-      else cb(null, chunk);
-    },
-  });
+/**
+ * Writes `src` into `sink` with backpressure, counting bytes against the board's free space. The
+ * sink is never destroyed with an error here: on failure the caller aborts it, and the driver's
+ * abort removes the temporary file (a sink destroyed with an error may never report 'close').
+ */
+async function pump(src: Readable, sink: Writable, space: { left: number }): Promise<number> {
+  let sinkError: Error | null = null;
+  const onError = (err: Error) => {
+    sinkError ??= err;
+  };
+  sink.on('error', onError);
+  let size = 0;
+  try {
+    for await (const chunk of src as AsyncIterable<Buffer>) {
+      if (sinkError) throw sinkError;
+      size += chunk.length;
+      space.left -= chunk.length;
+      if (space.left < 0) throw noSpace();
+      if (!sink.write(chunk)) {
+        await new Promise<void>((resolve, reject) => {
+          // Woken by the board catching up, or by either side failing (a dropped client, a deadline).
+          const done = (err?: Error) => {
+            sink.off('drain', ok);
+            sink.off('error', done);
+            sink.off('close', closed);
+            src.off('error', done);
+            src.off('close', srcClosed);
+            if (err) reject(err);
+            else resolve();
+          };
+          const ok = () => done();
+          const closed = () => done(sinkError ?? new Error('the board closed the file'));
+          const srcClosed = () => {
+            // A source that ended whole closes too; only an error or a premature close fails the write.
+            if (src.errored || !src.readableEnded) done(src.errored ?? new Error('the upload ended early'));
+          };
+          sink.once('drain', ok);
+          sink.once('error', done);
+          sink.once('close', closed);
+          src.once('error', done);
+          src.once('close', srcClosed);
+        });
+      }
+    }
+    if (sinkError) throw sinkError;
+    return size;
+  } finally {
+    sink.off('error', onError);
+  }
 }
+
+/** Waits for `work` but not forever: a driver whose abort hangs must not hold the request open. */
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work.catch(() => {}), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
+const ABORT_GRACE_MS = 10_000;
+/** Kept free on the board: file-system metadata needs room too, so the last bytes would fail anyway. */
+export const SPACE_RESERVE_BYTES = 256 * 1024;
 
 function attachmentHeader(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\%;]/g, '_');
@@ -108,10 +159,12 @@ export async function receiveUpload(
         folder = resolvePath(parsed.data.path);
         const dir = await guarded(() => driver.files.stat(folder as string));
         if (dir.type !== 'dir') throw badRequest('The upload target is not a folder', FileErrorKey.notDir);
-        space.left = await guarded(() => driver.files.freeSpace(folder as string));
+        const free = await guarded(() => driver.files.freeSpace(folder as string));
+        // A driver that cannot tell leaves the board's own ENOSPC as the only limit.
+        space.left = Number.isFinite(free) ? free - SPACE_RESERVE_BYTES : Number.POSITIVE_INFINITY;
         // The whole request is at least as large as its files: refuse before reading a byte.
         const declared = Number(req.headers['content-length']);
-        if (Number.isFinite(declared) && declared > space.left + 64 * 1024) throw noSpace();
+        if (Number.isFinite(declared) && declared > space.left + SPACE_RESERVE_BYTES) throw noSpace();
       }
       const name = fileName.safeParse(part.filename);
       if (!name.success)
@@ -124,22 +177,12 @@ export async function receiveUpload(
       let size = 0;
       try {
         if (failure) throw failure;
-        await pipeline(
-          part.file,
-          budget(space),
-          new Transform({
-            transform(chunk: Buffer, _e, cb) {
-              size += chunk.length;
-              cb(null, chunk);
-            },
-          }),
-          sink.stream,
-        );
+        size = await pump(part.file, sink.stream, space);
         if (failure) throw failure;
         if (part.file.truncated) throw badRequest('The file is larger than allowed', FileErrorKey.tooLarge);
         await guarded(() => sink.commit());
       } catch (err) {
-        await sink.abort().catch(() => {});
+        await settleWithin(sink.abort(), ABORT_GRACE_MS);
         throw failure ?? asAppError(err);
       }
       current = null;
