@@ -13,10 +13,7 @@ import { FileService, resolvePath } from './files.service.ts';
 import { receiveUpload, sendDownload } from './transfer.ts';
 
 function driverOf(app: FastifyInstance, deviceId: string): BoardDriver {
-  const lab = (app as unknown as { boards?: { driver(boardId: string): BoardDriver } }).boards;
-  if (!lab)
-    throw new AppError(503, ResultCode.Unavailable, 'boards.unavailable', 'The board lab is not available');
-  return lab.driver(deviceId);
+  return app.boards.driver(deviceId);
 }
 
 function held(ctx: CallContext): ResolvedApply {

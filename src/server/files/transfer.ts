@@ -174,6 +174,8 @@ export async function receiveUpload(
       const existing = await driver.files.stat(target).catch(() => null);
       if (existing?.type === 'dir') throw badRequest(`${target} is a folder`, FileErrorKey.isDir);
       const sink = await guarded(() => driver.files.createWriteStream(target));
+      // A write in flight when the sink is aborted fails once more; pump has reported what mattered.
+      sink.stream.on('error', () => {});
       let size = 0;
       try {
         if (failure) throw failure;
