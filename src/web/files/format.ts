@@ -10,6 +10,8 @@ export function formatSize(bytes: number, lng: string): string {
     v /= 1024;
     i++;
   }
+  // Intl's short "byte" unit reads as a word ("27 byte"); a plain B matches kB, MB beside it.
+  if (i === 0) return `${new Intl.NumberFormat(lng).format(v)} B`;
   return new Intl.NumberFormat(lng, {
     style: 'unit',
     unit: UNITS[i],

@@ -1,0 +1,153 @@
+// Files in Chromium against the real service: browse the board's tree, open a file written in a
+// shell, edit and save it and see the change with `cat` in the shell, upload with a progress bar and
+// check the bytes on the board, download and compare.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { type Service, startService } from './helpers/service.ts';
+import { ConsolePage } from './pages/ConsolePage.ts';
+import { MainboardPage } from './pages/DevicePages.ts';
+import { FilePanes } from './pages/FilePanes.ts';
+import { forceDomRenderer, WorkbenchPage } from './pages/WorkbenchPage.ts';
+
+async function api<T>(svc: Service, token: string, path: string, body: unknown): Promise<T> {
+  const res = await fetch(`${svc.url}${path}`, {
+    method: 'POST',
+    headers: { Authorization: token, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const env = (await res.json()) as { code: number; message: string; data: T };
+  if (env.code !== 20000) throw new Error(`${path}: ${env.code} ${env.message}`);
+  return env.data;
+}
+
+describe.skipIf(SKIP_E2E)('files in the workbench', () => {
+  let svc: Service;
+  let browser: Browser;
+  let ctx: BrowserContext;
+  let page: Page;
+  let wb: WorkbenchPage;
+  let files: FilePanes;
+
+  beforeAll(async () => {
+    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
+    browser = await launchChromium();
+    const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
+    await api(svc, token, '/api/device/request-device', {
+      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
+      filterReq: {},
+      serverName: 'files',
+    });
+    ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
+    await ctx.addCookies([{ name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' }]);
+    await ctx.addInitScript((t) => localStorage.setItem('token', t), token);
+    await ctx.addInitScript(forceDomRenderer);
+    page = await ctx.newPage();
+    wb = new WorkbenchPage(page);
+    files = new FilePanes(page);
+    await new ConsolePage(page, svc.url).goto('/mainboard');
+    await new MainboardPage(page).start('files');
+    await wb.ready();
+    await wb.waitForLiveTerminals(1);
+  });
+
+  afterAll(async () => {
+    await ctx?.close();
+    await browser?.close();
+    await svc?.stop();
+  });
+
+  it('opens a file written in a shell, saves an edit with Ctrl+S, and the shell sees it', async () => {
+    await wb.run(
+      0,
+      'mkdir -p /root/e2e && printf "from-the-shell\\n" > /root/e2e/notes.txt && echo WROTE-$((2+3))',
+      'WROTE-5',
+    );
+    await files.goto('/root');
+    await files.row('/root/e2e').click();
+    await files.tree().press('ArrowRight');
+    await files.row('/root/e2e/notes.txt').waitFor();
+    await files.open('/root/e2e/notes.txt');
+    expect(await files.editorText('/root/e2e/notes.txt')).toContain('from-the-shell');
+
+    await files.replaceAndSave('/root/e2e/notes.txt', 'edited in the browser');
+    await wb.run(0, 'clear; cat /root/e2e/notes.txt; echo; echo CAT-$((4*4))', 'CAT-16');
+    expect(await wb.terminalText(0)).toContain('edited in the browser');
+  });
+
+  it('asks before overwriting a file that changed on the board since it was opened', async () => {
+    await wb.run(0, 'echo "changed by a shell" > /root/e2e/notes.txt; echo CHG-$((3*3))', 'CHG-9');
+    const content = files.editorHost('/root/e2e/notes.txt').locator('.cm-content');
+    await content.click();
+    await page.keyboard.press('End');
+    await page.keyboard.type(' again');
+    await page.keyboard.press('Control+s');
+    const dialog = page.getByTestId('editor-conflict-dialog');
+    await dialog.waitFor();
+    expect(await dialog.innerText()).toContain('/root/e2e/notes.txt');
+    await page.getByTestId('editor-overwrite').click();
+    await dialog.waitFor({ state: 'detached' });
+    await wb.run(0, 'clear; cat /root/e2e/notes.txt; echo; echo OVR-$((5*5))', 'OVR-25');
+    expect(await wb.terminalText(0)).toContain('edited in the browser again');
+  });
+
+  it('uploads several files with a progress bar each, and downloads one back byte for byte', async () => {
+    const big = crypto.randomBytes(24 * 1024 * 1024);
+    const small = Buffer.from('small upload\n');
+    await files.row('/root/e2e').click();
+    await files.upload([
+      { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
+      { name: 'small.txt', mimeType: 'text/plain', buffer: small },
+    ]);
+    await page.waitForFunction(
+      () => {
+        const items = [...document.querySelectorAll('[data-testid="transfer-item"][data-kind="upload"]')];
+        return items.length === 2 && items.every((i) => i.getAttribute('data-status') === 'done');
+      },
+      undefined,
+      { timeout: 60_000 },
+    );
+    const bars = await page
+      .locator('[data-testid="transfer-item"][data-kind="upload"] [role="progressbar"]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('aria-valuenow')));
+    expect(bars).toEqual(['100', '100']);
+    const sum = crypto.createHash('sha256').update(big).digest('hex');
+    await wb.run(
+      0,
+      'clear; sha256sum /root/e2e/big.bin; cat /root/e2e/small.txt; echo SUM-$((6*6))',
+      'SUM-36',
+    );
+    const text = await wb.terminalText(0);
+    expect(text).toContain(sum);
+    expect(text).toContain('small upload');
+
+    await files.row('/root/e2e/big.bin').waitFor();
+    const download = await files.download('/root/e2e/big.bin');
+    expect(download.suggestedFilename()).toBe('big.bin');
+    const saved = await download.path();
+    expect(crypto.createHash('sha256').update(fs.readFileSync(saved)).digest('hex')).toBe(sum);
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('[data-testid="transfer-item"][data-kind="download"]')].some(
+        (i) => i.getAttribute('data-status') === 'done',
+      ),
+    );
+  });
+
+  it('asks twice before deleting a home folder, naming it, and a cancel leaves it alone', async () => {
+    await files.goto('/');
+    await files.row('/root').click();
+    await files.tree().press('Delete');
+    const dialog = page.getByTestId('file-delete-dialog');
+    await dialog.waitFor();
+    expect(await dialog.innerText()).toContain('/root');
+    await page.getByTestId('file-delete-confirm').click();
+    await page.getByText('Delete a system or home folder?').waitFor();
+    expect(await dialog.innerText()).toContain('/root');
+    await dialog.getByRole('button', { name: 'Cancel' }).first().click();
+    await dialog.waitFor({ state: 'detached' });
+    await wb.run(0, 'clear; test -f /root/e2e/small.txt && echo STILL-$((7*7))', 'STILL-49');
+  });
+});
