@@ -22,6 +22,7 @@ import { type BoardDriver, Capability, DriverError, type MetricsSample } from '.
 import { defaultLab, readLabFile } from './labfile.ts';
 import { findBwrap, LocalDriver } from './local/local-driver.ts';
 import { SshDriver } from './ssh/ssh-driver.ts';
+import { readMetricsSince } from './metrics-store.ts';
 
 export interface BoardRow {
   id: string;
@@ -538,22 +539,8 @@ export class BoardLab {
   }
 
   /** Samples of a board from `sinceMs` (epoch ms) on, oldest first. */
-  async recentMetrics(boardId: string, sinceMs: number): Promise<MetricsSample[]> {
-    const rows = await this.db.query<Record<string, unknown>>(
-      `select at, cpu_percent, mem_used, mem_total, disk_used, disk_total, net_rx, net_tx
-       from board_metrics where board_id = $1 and at >= $2 order by at limit 20000`,
-      [boardId, new Date(sinceMs)],
-    );
-    return rows.map((r) => ({
-      at: new Date(r.at as string).getTime(),
-      cpuPercent: Number(r.cpu_percent),
-      memUsed: Number(r.mem_used),
-      memTotal: Number(r.mem_total),
-      diskUsed: Number(r.disk_used),
-      diskTotal: Number(r.disk_total),
-      netRx: Number(r.net_rx),
-      netTx: Number(r.net_tx),
-    }));
+  recentMetrics(boardId: string, sinceMs: number): Promise<MetricsSample[]> {
+    return readMetricsSince(this.db, boardId, sinceMs);
   }
 
   /** Deletes samples older than the retention (at least 24 h). Answers the number deleted. */

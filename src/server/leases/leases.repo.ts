@@ -620,20 +620,4 @@ export class LeaseRepo {
   }
 
   /** Metrics samples straight from storage, for when the board lab is not in this process. */
-  metricsSince(boardId: string, since: Date) {
-    return rows<{
-      at: Date | string;
-      cpu_percent: number;
-      mem_used: string | number;
-      mem_total: string | number;
-      disk_used: string | number;
-      disk_total: string | number;
-      net_rx: string | number;
-      net_tx: string | number;
-    }>(
-      this.db,
-      sql`select at, cpu_percent, mem_used, mem_total, disk_used, disk_total, net_rx, net_tx from board_metrics
-           where board_id = ${boardId} and at >= ${at(since)} order by at`,
-    );
-  }
 }

@@ -16,7 +16,8 @@ import {
   LeaseNotice,
   type LoadSeries,
 } from '#shared/leases.ts';
-import { DriverError, type MetricsSample } from '#server/boards/driver.ts';
+import { DriverError } from '#server/boards/driver.ts';
+import { readMetricsSince } from '#server/boards/metrics-store.ts';
 import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
 import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
 import { closeShells, emitBoardChanges, type LabPort, labOf, notifyUser } from './collaborators.ts';
@@ -442,21 +443,10 @@ export class LeaseService {
     }
     const since = now.getTime() - input.windowSeconds * 1000;
     const lab = labOf(this.app);
-    let samples: MetricsSample[];
-    if (lab) {
-      samples = await lab.recentMetrics(input.deviceId, since);
-    } else {
-      samples = (await this.repo.metricsSince(input.deviceId, new Date(since))).map((r) => ({
-        at: new Date(r.at).getTime(),
-        cpuPercent: Number(r.cpu_percent),
-        memUsed: Number(r.mem_used),
-        memTotal: Number(r.mem_total),
-        diskUsed: Number(r.disk_used),
-        diskTotal: Number(r.disk_total),
-        netRx: Number(r.net_rx),
-        netTx: Number(r.net_tx),
-      }));
-    }
+    // Without a lab in this process (lifecycle-only tests) the stored samples are read directly.
+    const samples = lab
+      ? await lab.recentMetrics(input.deviceId, since)
+      : await readMetricsSince(this.app.storage, input.deviceId, since);
     return loadSeries(input.deviceId, kind, samples.filter((s) => s.at >= since && s.at <= now.getTime()));
   }
 
