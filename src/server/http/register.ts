@@ -54,33 +54,27 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
           ctx.apply = await app.resolveApply(ctx, parsed.data);
         }
         const audited = call.method === 'POST' && call.auth !== 'public';
+        const audit = (result: 'ok' | 'failed' | 'denied', detail?: Record<string, unknown>) => {
+          if (!audited) return;
+          void app.audit.record({
+            userId: user?.id,
+            username: user?.username,
+            action: call.name,
+            boardId: ctx.apply?.deviceId ?? null,
+            result,
+            ip: req.ip,
+            detail,
+          });
+        };
         try {
           const result = await handler(parsed.data, ctx);
-          if (audited) {
-            void app.audit.record({
-              userId: user?.id,
-              username: user?.username,
-              action: call.name,
-              boardId: ctx.apply?.deviceId ?? null,
-              result: 'ok',
-              ip: req.ip,
-            });
-          }
+          audit('ok');
           if (call.answer === 'stream') return reply.send(result);
           if (reply.sent) return reply;
           return reply.send({ code: ResultCode.Success, message: 'ok', data: result ?? null });
         } catch (err) {
-          if (audited) {
-            void app.audit.record({
-              userId: user?.id,
-              username: user?.username,
-              action: call.name,
-              boardId: ctx.apply?.deviceId ?? null,
-              result: err instanceof AppError && err.status === 403 ? 'denied' : 'failed',
-              ip: req.ip,
-              detail: { error: err instanceof AppError ? err.key : 'server.error' },
-            });
-          }
+          const known = err instanceof AppError;
+          audit(known && err.status === 403 ? 'denied' : 'failed', { error: known ? err.key : 'server.error' });
           throw err;
         }
       },
