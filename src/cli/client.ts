@@ -15,14 +15,14 @@ export const configPath = () =>
   process.env.BIANBU_CLI_CONFIG ?? path.join(process.env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config'), 'bianbu', 'cli.json');
 
 export function readConfig(): CliConfig {
-  const fromEnv: CliConfig = {
-    url: process.env.BIANBU_URL ?? 'http://localhost:8080',
-    key: process.env.BIANBU_API_KEY,
-  };
+  // An empty variable counts as unset, as in most shells' scripts.
+  const envUrl = process.env.BIANBU_URL || undefined;
+  const envKey = process.env.BIANBU_API_KEY || undefined;
+  const fromEnv: CliConfig = { url: envUrl ?? 'http://localhost:8080', key: envKey };
   try {
     const saved = JSON.parse(fs.readFileSync(configPath(), 'utf8')) as Partial<CliConfig>;
     return {
-      url: process.env.BIANBU_URL ?? saved.url ?? fromEnv.url,
+      url: envUrl ?? saved.url ?? fromEnv.url,
       key: fromEnv.key ?? saved.key,
       applyId: saved.applyId,
     };
