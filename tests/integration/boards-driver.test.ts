@@ -240,6 +240,33 @@ describe.each([
     await f.driver.files.remove(p('rel-link'));
   });
 
+  it('reads a symlink’s target text without following it, wherever it points', async () => {
+    const dir = kind === 'ssh' ? f.rootHost : '/root';
+    const climb = '../'.repeat(30);
+    await runInShell(
+      shell,
+      `mkdir -p ${dir}/links; ln -sfn notes.txt ${dir}/links/near; ln -sfn ${f.siblingSecret} ${dir}/links/abs-out; ln -sfn ${climb}${f.siblingSecret.slice(1)} ${dir}/links/rel-out; ln -sfn ${climb}tmp ${dir}/links/dir-out; echo plain > ${dir}/links/plain.txt`,
+    );
+    const rl = (name: string) => f.driver.files.readlink(p(`links/${name}`));
+    expect(await rl('near')).toBe('notes.txt');
+    expect(await rl('abs-out')).toBe(f.siblingSecret);
+    expect(await rl('rel-out')).toBe(`${climb}${f.siblingSecret.slice(1)}`);
+    expect(await rl('dir-out')).toBe(`${climb}tmp`);
+    // Only the last component is left unfollowed: a parent that leaves the root is refused.
+    expect(await errorKey(f.driver.files.readlink(p('links/dir-out/anything')))).toBe('path.outside_root');
+    expect(await errorKey(f.driver.files.readlink(`../${path.basename(path.dirname(f.siblingSecret))}/secret`))).toBe('path.outside_root');
+    expect(await errorKey(rl('plain.txt'))).toBe('path.invalid');
+    expect(await errorKey(rl('missing'))).toBe('path.not_found');
+    expect((await f.driver.files.list(p('links'))).filter((e) => e.type === 'symlink').map((e) => e.name)).toEqual([
+      'abs-out',
+      'dir-out',
+      'near',
+      'rel-out',
+    ]);
+    await f.driver.files.remove(p('links'), { recursive: true });
+    expect(fs.readFileSync(f.siblingSecret, 'utf8')).toBe(SECRET);
+  });
+
   it('samples metrics with sane figures', async () => {
     await f.driver.sampleMetrics();
     await runInShell(shell, 'timeout 1 sh -c "while :; do :; done"');

@@ -95,6 +95,12 @@ export interface BoardDriver {
     remove(path: string, opts?: { recursive?: boolean }): Promise<void>;
     mkdir(path: string): Promise<void>;
     rename(from: string, to: string): Promise<void>;
+    /**
+     * The target text of the symlink at `path` (its last component is not followed), as stored: never
+     * resolved, so a link pointing outside the board answers its text without reaching the host file.
+     * A path that is not a symlink fails with `path.invalid`.
+     */
+    readlink(path: string): Promise<string>;
     createReadStream(path: string): Promise<Readable>;
     /** Writes to a temporary file; `commit()` renames it into place, `abort()` removes it. */
     createWriteStream(path: string): Promise<{ stream: Writable; commit(): Promise<void>; abort(): Promise<void> }>;

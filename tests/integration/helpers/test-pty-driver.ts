@@ -80,6 +80,7 @@ export class TestPtyDriver implements BoardDriver {
     remove: async () => this.unsupported(),
     mkdir: async () => this.unsupported(),
     rename: async () => this.unsupported(),
+    readlink: async () => this.unsupported(),
     createReadStream: async () => this.unsupported(),
     createWriteStream: async () => this.unsupported(),
     freeSpace: async () => this.unsupported(),

@@ -153,6 +153,23 @@ export function localFiles(rootReal: () => string, guard: () => void): BoardDriv
         mapFsError(err, a.boardPath);
       }
     },
+    async readlink(p) {
+      const r = await resolveParent(p);
+      let dir: fs.promises.FileHandle | undefined;
+      try {
+        // Read through the opened parent (checked inside the root), so a board process that swaps the
+        // parent for a symlink after resolving cannot make this read a link text outside the board.
+        dir = await fs.promises.open(path.dirname(r.hostPath), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+        await assertFdWithin(rootReal(), dir.fd);
+        const via = `/proc/self/fd/${dir.fd}/${path.basename(r.hostPath)}`;
+        if (!(await fs.promises.lstat(via)).isSymbolicLink()) throw new DriverError('path.invalid', `Not a symbolic link: ${r.boardPath}`);
+        return await fs.promises.readlink(via);
+      } catch (err) {
+        mapFsError(err, r.boardPath);
+      } finally {
+        await dir?.close();
+      }
+    },
     async createReadStream(p): Promise<Readable> {
       const r = await resolve(p);
       let fh: fs.promises.FileHandle | undefined;

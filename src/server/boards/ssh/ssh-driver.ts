@@ -420,6 +420,22 @@ export class SshDriver implements BoardDriver {
           })(),
           'rename',
         ),
+      readlink: (p) =>
+        this.t(
+          (async () => {
+            const sftp = await this.pool.sftp();
+            // The parent is resolved inside the root like every other call; the link itself is only read.
+            const t = await this.parentOf(sftp, p);
+            const st = await sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)).catch((err) => {
+              throw sftpError(err, t.board);
+            });
+            if ((st.mode & S_IFMT) !== S_IFLNK) throw new DriverError('path.invalid', `Not a symbolic link: ${t.board}`);
+            return sftpCall<string>((cb) => sftp.readlink(t.real, cb)).catch((err) => {
+              throw sftpError(err, t.board);
+            });
+          })(),
+          'readlink',
+        ),
       createReadStream: (p) =>
         this.t(
           (async (): Promise<Readable> => {
