@@ -525,9 +525,16 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       }
     });
 
-    it('downloads a folder as a tar archive of its files', async () => {
+    it('downloads a folder as a tar archive of its files, with symlinks as links and never their targets’ content', async () => {
       writeOnBoard('/home/user/pack/a.txt', 'alpha');
       writeOnBoard('/home/user/pack/sub/b.txt', 'beta');
+      const outside = fs.mkdtempSync('/tmp/bianbu-packout-');
+      fs.writeFileSync(path.join(outside, 'secret'), 'host secret in a link');
+      const climbs = path.relative(onBoard('/home/user/pack/sub'), path.join(outside, 'secret'));
+      fs.symlinkSync('../a.txt', onBoard('/home/user/pack/sub/to-a'));
+      fs.symlinkSync(climbs, onBoard('/home/user/pack/sub/out-rel'));
+      fs.symlinkSync(path.join(outside, 'secret'), onBoard('/home/user/pack/out-abs'));
+      fs.symlinkSync(outside, onBoard('/home/user/pack/out-dir'));
       const res = await lab.t.app.inject({
         method: 'POST',
         url: '/api/device/downloadFile',
@@ -537,10 +544,14 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-disposition']).toContain('pack.tar');
       const entries = new Map<string, string>();
+      const links = new Map<string, string>();
+      const types = new Map<string, string>();
       const extract = tar.extract();
       await new Promise<void>((resolve, reject) => {
         extract.on('entry', (header, stream, next) => {
           const chunks: Buffer[] = [];
+          types.set(header.name, header.type ?? '');
+          if (header.type === 'symlink') links.set(header.name, header.linkname ?? '');
           stream.on('data', (c: unknown) => void chunks.push(c as Buffer));
           stream.on('end', () => {
             entries.set(header.name, Buffer.concat(chunks).toString());
@@ -551,9 +562,26 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
         extract.on('error', reject);
         extract.end(res.rawPayload);
       });
-      expect(entries.get('pack/a.txt')).toBe('alpha');
-      expect(entries.get('pack/sub/b.txt')).toBe('beta');
-      expect([...entries.keys()]).toContain('pack/sub/');
+      try {
+        expect(entries.get('pack/a.txt')).toBe('alpha');
+        expect(entries.get('pack/sub/b.txt')).toBe('beta');
+        expect([...entries.keys()]).toContain('pack/sub/');
+        expect(Object.fromEntries(links)).toEqual({
+          'pack/out-abs': path.join(outside, 'secret'),
+          'pack/out-dir': outside,
+          'pack/sub/out-rel': climbs,
+          'pack/sub/to-a': '../a.txt',
+        });
+        for (const name of links.keys()) {
+          expect(types.get(name)).toBe('symlink');
+          expect(entries.get(name)).toBe('');
+        }
+        // Nothing of the host reached the archive: no link was followed, no folder behind one walked.
+        expect(res.rawPayload.includes('host secret in a link')).toBe(false);
+        expect([...entries.keys()].filter((n) => n.startsWith('pack/out-dir/'))).toEqual([]);
+      } finally {
+        fs.rmSync(outside, { recursive: true, force: true });
+      }
     });
 
     it('never lets a user reach the files of a board they do not hold', async () => {

@@ -203,7 +203,7 @@ export async function receiveUpload(
   return { files: done };
 }
 
-/** Every entry under `dir`, depth first, as paths relative to `dir`; symlinks are not followed. */
+/** Every entry under `dir`, depth first, as paths relative to `dir`; symlinks are not descended into. */
 async function* walk(
   driver: BoardDriver,
   dir: string,
@@ -232,8 +232,13 @@ function packFolder(driver: BoardDriver, dir: FileEntry, top: string): Readable 
         const src = await driver.files.createReadStream(entry.path);
         const sink = pack.entry({ ...header, type: 'file', size: entry.size });
         await pipeline(src, exactly(entry.size), sink);
+      } else if (entry.type === 'symlink') {
+        // The link travels as a link with its own text, never followed: a link that points outside
+        // the board must not turn into the content of a host file.
+        const linkname = await driver.files.readlink(entry.path);
+        pack.entry({ ...header, mode: 0o777, type: 'symlink', linkname });
       }
-      // Symlinks and special files are left out: the driver does not expose link targets.
+      // Sockets, fifos and devices are left out: they have no content to carry.
     }
     pack.finalize();
   };
