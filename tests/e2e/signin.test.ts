@@ -174,4 +174,24 @@ describe.skipIf(SKIP_E2E)('an expired token', () => {
     expect(await storedToken(page)).toBeNull();
     await ctx.close();
   });
+
+  it('says the user is signed out, instead of loading forever, when they cancel the dialog', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await ctx.addCookies([{ name: 'lang', value: 'en', url: svc.url }]);
+    const page = await ctx.newPage();
+    const login = new LoginPage(page, svc.url);
+    await login.open('/login');
+    await login.signInWithPassword('admin', ADMIN_PASSWORD);
+    await page.waitForURL((u) => u.pathname === '/mainboard', { timeout: 20_000 });
+
+    await page.waitForTimeout(1_500);
+    await page.reload();
+    const dialog = page.getByTestId('session-ended-dialog');
+    await dialog.waitFor({ timeout: 15_000 });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByText('You have been signed out.').waitFor({ timeout: 5_000 });
+    await page.getByRole('button', { name: 'Sign in again' }).click();
+    await new ProviderSignInPage(page).waitUntilShown();
+    await ctx.close();
+  });
 });

@@ -1,5 +1,5 @@
 import { useTranslation } from 'react-i18next';
-import { Spinner } from '#web/components/ui.tsx';
+import { Button, Spinner } from '#web/components/ui.tsx';
 
 export function PageLoading() {
   const { t } = useTranslation('common');
@@ -11,11 +11,16 @@ export function PageLoading() {
   );
 }
 
-export function FullPageStatus({ text }: { text: string }) {
+export function FullPageStatus({ text, action }: { text: string; action?: { label: string; run: () => void } }) {
   return (
     <div className="flex min-h-dvh items-center justify-center gap-2.5 text-[13px] text-zinc-500 dark:text-zinc-400" role="status">
-      <Spinner size={16} />
+      {action ? null : <Spinner size={16} />}
       {text}
+      {action ? (
+        <Button variant="primary" size="sm" className="ml-2" onClick={action.run}>
+          {action.label}
+        </Button>
+      ) : null}
     </div>
   );
 }

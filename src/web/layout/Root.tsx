@@ -4,11 +4,11 @@ import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Navigate, Outlet, useLocation, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
+import { SESSION_END_CODES } from '#shared/codes.ts';
 import { PRODUCT_TITLE } from '#shared/constants.ts';
 import { hasPermission } from '#shared/permissions.ts';
 import { IdentityPerm } from '#shared/user.ts';
-import { call } from '#web/api/http.ts';
-import { decideGuard } from '#web/auth/guard.ts';
+import { ApiError, call } from '#web/api/http.ts';
 import {
   completeSignIn,
   exchangeCode,
@@ -18,10 +18,11 @@ import {
   startSignIn,
   userCall,
 } from '#web/auth/flow.ts';
+import { decideGuard } from '#web/auth/guard.ts';
 import { profileDialog } from '#web/auth/profile-state.ts';
-import { installDeviceCommands } from '#web/devices/commands.ts';
 import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
 import { Toaster } from '#web/components/Toaster.tsx';
+import { installDeviceCommands } from '#web/devices/commands.ts';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
 import { usePaletteShortcut } from '#web/palette/keys.ts';
 import { paletteState } from '#web/palette/registry.ts';
@@ -108,6 +109,9 @@ function Guarded() {
     fullPath: location.pathname + location.search,
   });
   const exchanging = useRef<string | null>(null);
+  // A session-end code while loading the account: the re-login dialog asks; if the user cancels it,
+  // this page says so and offers sign-in again instead of loading forever.
+  const [signedOut, setSignedOut] = useState(false);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: one run per guard decision and location.
   useEffect(() => {
@@ -124,12 +128,18 @@ function Guarded() {
     } else if (action.kind === 'loadUser') {
       // Once signed in, every page listens on the realtime channel, so lease warnings and board
       // state changes reach the user wherever they are, not only on device pages.
-      loadUserOnce().then(installDeviceCommands, onUserLoadFailed);
+      loadUserOnce().then(installDeviceCommands, (err: unknown) => {
+        if (err instanceof ApiError && SESSION_END_CODES.includes(err.code)) setSignedOut(true);
+        else onUserLoadFailed(err);
+      });
     }
   }, [action.kind, location.key, token]);
 
   if (action.kind === 'exchange') return <FullPageStatus text={t('status.exchanging')} />;
   if (action.kind === 'authorize') return <FullPageStatus text={t('status.redirecting')} />;
+  if (action.kind === 'loadUser' && action.blocking && signedOut) {
+    return <FullPageStatus text={t('status.signedOut')} action={{ label: t('status.signInAgain'), run: () => void startSignIn() }} />;
+  }
   if (action.kind === 'loadUser' && action.blocking) return <FullPageStatus text={t('status.loadingUser')} />;
   if (handle && !isPublic && name && !routeAllowed(handle.meta, { perms, licenceValid: licenceValid(licence.detail, Date.now()) })) {
     return <Navigate to="/403" replace />;
