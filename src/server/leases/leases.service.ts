@@ -26,7 +26,7 @@ import { type ApplyRow, type EndedLease, LeaseRepo, type LeaseRow, toIso } from 
 import { type LoadKind, loadSeries } from './load.ts';
 
 /** Why shells close, as the realtime channel words it (src/shared/realtime.ts ShellCloseReason). */
-const SHELL_REASON = { applyEnded: 'apply.ended', leaseExpired: 'lease.expired' } as const;
+const SHELL_REASON = { applyEnded: 'apply.ended', leaseExpired: 'lease.expired', boardReset: 'board.reset' } as const;
 
 const unavailable = (message: string, key: string) => new AppError(503, ResultCode.Unavailable, key, message);
 
@@ -408,6 +408,8 @@ export class LeaseService {
       throw conflict(`The board is busy (${state})`, LeaseErrorKey.busy);
     }
     let ok = false;
+    // Login shells close with the reason before the reset kills them, so their panes say why.
+    await closeShells(this.app, { deviceId: apply.deviceId }, SHELL_REASON.boardReset);
     try {
       await lab.driver(apply.deviceId).powerReset();
       ok = true;

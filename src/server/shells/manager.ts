@@ -150,7 +150,8 @@ export class ShellManager {
     for (const s of this.sessions.values()) {
       if (
         (h.t === 'closeApply' && s.meta.applyId === h.applyId) ||
-        (h.t === 'closeBoard' && s.meta.deviceId === h.deviceId)
+        // A serial console follows the board, not its boot: it stays open through a power reset.
+        (h.t === 'closeBoard' && s.meta.deviceId === h.deviceId && !(reason === ShellCloseReason.boardReset && s.meta.shellType === 'serial'))
       )
         s.close(reason);
     }
