@@ -183,6 +183,7 @@ export const fileCalls = [
     request: fileBrowserRequest,
     response: fileBrowserResponse,
     needsApply: true,
+    readOnly: true,
     summary: 'List a folder of the board of the apply (folders first, then by name)',
   }),
   defineCall({

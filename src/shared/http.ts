@@ -38,6 +38,8 @@ export interface CallDef<
   bodyLimit?: number;
   /** Client timeout when the call legitimately takes longer than the 5000 ms default (a power cycle). */
   timeoutMs?: number;
+  /** A POST that changes nothing (a listing): left out of the audit log, so the console may poll it. */
+  readOnly?: boolean;
   summary: string;
 }
 
@@ -55,6 +57,7 @@ export interface CallOptions<Name extends string, Req extends z.ZodType, Res ext
   transfer?: boolean;
   bodyLimit?: number;
   timeoutMs?: number;
+  readOnly?: boolean;
   summary: string;
 }
 
@@ -79,6 +82,7 @@ export function defineCall<
     transfer: opts.transfer,
     bodyLimit: opts.bodyLimit,
     timeoutMs: opts.timeoutMs,
+    readOnly: opts.readOnly,
     summary: opts.summary,
   };
 }

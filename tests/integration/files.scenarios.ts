@@ -70,6 +70,25 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       expect(rel.data.path).toBe('/home/user/list');
     });
 
+    it('lists without an audit row, so the console can poll the tree, while a change is audited', async () => {
+      const count = async (action: string) =>
+        Number(
+          (
+            await lab.t.app.storage.query<{ n: string }>(
+              `select count(*) as n from audit_log where action = '${action}' and username = '${h.user.username}'`,
+            )
+          )[0].n,
+        );
+      const listed = await count('fileBrowser');
+      const wrote = await count('fileWrite');
+      for (let i = 0; i < 3; i++) expect((await call('/api/device/file-browser', { path: '/home/user' })).code).toBe(20000);
+      expect((await call('/api/device/file-write', { path: '/home/user/audited.txt', data: 'x' })).code).toBe(20000);
+      const deadline = Date.now() + 5000;
+      while ((await count('fileWrite')) === wrote && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(await count('fileWrite')).toBe(wrote + 1);
+      expect(await count('fileBrowser')).toBe(listed);
+    });
+
     it('opens UTF-8, UTF-8 with BOM and GBK text with the encoding it detected', async () => {
       writeOnBoard('/home/user/enc/u8.txt', 'héllo 世界\n');
       writeOnBoard(

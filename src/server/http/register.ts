@@ -53,7 +53,7 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
           if (!app.resolveApply) throw new AppError(503, ResultCode.Unavailable, 'apply.unavailable', 'Applies are not available');
           ctx.apply = await app.resolveApply(ctx, parsed.data);
         }
-        const audited = call.method === 'POST' && call.auth !== 'public';
+        const audited = call.method === 'POST' && call.auth !== 'public' && !call.readOnly;
         const audit = (result: 'ok' | 'failed' | 'denied', detail?: Record<string, unknown>) => {
           if (!audited) return;
           void app.audit.record({
