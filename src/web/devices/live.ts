@@ -58,6 +58,9 @@ export function watchBoardState(deviceId: string): () => void {
     const list = dataOf(leases.mine);
     const item = list?.items.find((l) => l.deviceId === deviceId);
     if (item) item.boardState = parsed.data.state;
+    // While the user's own action on this board runs (a power reset), that action's toasts tell the
+    // story; a toast per state change on top would say it twice.
+    if (leases.busy[deviceId]) return;
     notify('info', t('workbench:notice.boardState', { name: lease.serverName, state: t(`devices:state.${parsed.data.state}`) }));
   });
   return () => handle.unsubscribe();
