@@ -10,8 +10,10 @@ import { Icon } from '#web/components/icons.tsx';
 import { Modal } from '#web/components/Modal.tsx';
 import { Button, cx, IconButton, Input, Spinner } from '#web/components/ui.tsx';
 import { notify } from '#web/state/notices.ts';
+import { listDir } from './api.ts';
 import { registerTreeCommands } from './commands.ts';
 import { formatSize, formatTime, modeString } from './format.ts';
+import { startTreeWatch } from './live.ts';
 import {
   createFile,
   createFolder,
@@ -78,6 +80,27 @@ export function FileTreePane({ applyId, deviceId, initialPath = '/', className }
       off();
     };
   }, [applyId, deviceId]);
+
+  useEffect(() => {
+    // A pane in a collapsed panel or a hidden tab costs the board nothing.
+    const onScreen = () => {
+      const el = treeRef.current;
+      return !!el && el.offsetWidth > 0 && el.offsetHeight > 0;
+    };
+    const watch = startTreeWatch({
+      tree: store,
+      list: async (p) => (await listDir(applyId, p)).entries,
+      active: () => document.visibilityState === 'visible' && onScreen(),
+    });
+    const onVisibility = () => {
+      if (document.visibilityState === 'visible') watch.kick();
+    };
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => {
+      document.removeEventListener('visibilitychange', onVisibility);
+      watch.stop();
+    };
+  }, [applyId, store]);
 
   const rows = useMemo(() => {
     const out: Row[] = [];
