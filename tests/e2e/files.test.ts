@@ -1,6 +1,6 @@
 // Files in Chromium against the real service: browse the board's tree, open a file written in a
 // shell, edit and save it and see the change with `cat` in the shell, upload with a progress bar and
-// check the bytes on the board, download and compare.
+// check the bytes on the board, download and compare; files a shell creates appear in the tree alone.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -134,6 +134,39 @@ describe.skipIf(SKIP_E2E)('files in the workbench', () => {
         (i) => i.getAttribute('data-status') === 'done',
       ),
     );
+  });
+
+  it('shows files a shell creates or removes in the tree without a refresh, and stops listing while the tab is hidden', async () => {
+    await files.row('/root/e2e').waitFor();
+    expect(await files.row('/root/from-shell.txt').count()).toBe(0);
+    await wb.run(0, 'touch /root/from-shell.txt; echo TOUCHED-$((8*8))', 'TOUCHED-64');
+    await files.row('/root/from-shell.txt').waitFor({ timeout: 15_000 });
+    await wb.run(0, 'rm /root/from-shell.txt; echo RM-$((9*9))', 'RM-81');
+    await files.row('/root/from-shell.txt').waitFor({ state: 'detached', timeout: 15_000 });
+
+    // A hidden tab costs the board nothing; coming back lists at once.
+    const setVisibility = (state: 'hidden' | 'visible') =>
+      page.evaluate((s) => {
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => s });
+        document.dispatchEvent(new Event('visibilitychange'));
+      }, state);
+    let listings = 0;
+    const count = (req: { url(): string }) => {
+      if (req.url().endsWith('/api/device/file-browser')) listings++;
+    };
+    await setVisibility('hidden');
+    page.on('request', count);
+    try {
+      await wb.run(0, 'touch /root/while-hidden.txt; echo HID-$((7*8))', 'HID-56');
+      await page.waitForTimeout(6500);
+      expect(listings).toBe(0);
+      expect(await files.row('/root/while-hidden.txt').count()).toBe(0);
+      await setVisibility('visible');
+      await files.row('/root/while-hidden.txt').waitFor({ timeout: 2000 });
+      expect(listings).toBeGreaterThan(0);
+    } finally {
+      page.off('request', count);
+    }
   });
 
   it('asks twice before deleting a home folder, naming it, and a cancel leaves it alone', async () => {
