@@ -148,11 +148,11 @@ function BoardRowView({ board }: { board: BoardDto }) {
   const { t } = useTranslation('devices');
   return (
     <tr data-testid="board-row" data-device-id={board.deviceId}>
-      <td className="px-4 py-2.5">
+      <td className="whitespace-nowrap px-4 py-2.5">
         <div className="font-medium text-zinc-900 dark:text-zinc-100">{board.name}</div>
         <div className="font-mono text-[11px] text-zinc-400">{board.deviceId}</div>
       </td>
-      <td className="px-4 py-2.5 text-zinc-600 dark:text-zinc-300">{board.model}</td>
+      <td className="whitespace-nowrap px-4 py-2.5 text-zinc-600 dark:text-zinc-300">{board.model}</td>
       <td className="hidden px-4 py-2.5 md:table-cell">
         <div className="flex flex-wrap gap-1">
           {Object.entries(board.attributes).map(([k, v]) => (

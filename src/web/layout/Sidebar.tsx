@@ -27,7 +27,7 @@ function Entry({ item, collapsed, onNavigate }: { item: MenuItem; collapsed: boo
   const content = (
     <>
       <Icon name={item.icon ?? 'arrowRight'} size={16} className="shrink-0" />
-      {collapsed ? null : <span className="min-w-0 flex-1 truncate">{title}</span>}
+      {collapsed ? null : <span className="min-w-0 flex-1 truncate" title={title}>{title}</span>}
       {!collapsed && item.href ? <Icon name="external" size={12} className="shrink-0 opacity-50" /> : null}
     </>
   );
@@ -143,7 +143,7 @@ export function Sidebar() {
             )}
           >
             <Icon name="arrowLeft" size={16} />
-            {collapsed ? null : <span className="truncate">{t('sidebar.exit')}</span>}
+            {collapsed ? null : <span className="truncate" title={t('sidebar.exit')}>{t('sidebar.exit')}</span>}
           </Link>
         </div>
       </aside>
