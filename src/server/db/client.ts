@@ -33,6 +33,11 @@ export interface StorageOptions {
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
   if (opts.databaseUrl) {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    // An idle connection the server ends (restart, failover, an administrator's terminate) emits
+    // 'error' on the pool; unhandled it would crash the process. The pool replaces it on next use.
+    pool.on('error', (err) => {
+      process.stderr.write(`bianbu: a database connection was lost: ${err.message}\n`);
+    });
     await pool.query('select 1');
     return {
       db: drizzlePg(pool) as unknown as Db,
