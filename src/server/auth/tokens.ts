@@ -2,7 +2,7 @@
 // Access tokens expire; API keys do not, but both can be revoked. The reason of a revocation decides
 // the code a later use answers: displaced by a newer sign-in → 50012, anything else → 50008.
 import crypto from 'node:crypto';
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ResultCode } from '#shared/codes.ts';
 import type { Db } from '#server/db/client.ts';
 import { credentials } from '#server/db/schema/identity.ts';
@@ -77,53 +77,34 @@ export async function verifyCredential(
   return { userId: row.userId, kind: row.kind as CredentialKind, id: row.id };
 }
 
-export async function revokeCredential(
-  db: Db,
-  token: string,
-  reason: string,
-  now = new Date(),
-): Promise<void> {
+/** Marks every still-live credential matching `where` revoked, with the reason a later use answers by. */
+async function revokeWhere(db: Db, where: SQL | undefined, reason: string, now: Date): Promise<void> {
   await db
     .update(credentials)
     .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(credentials.tokenHash, hashToken(token)), isNull(credentials.revokedAt)));
+    .where(and(where, isNull(credentials.revokedAt)));
+}
+
+export function revokeCredential(db: Db, token: string, reason: string, now = new Date()): Promise<void> {
+  return revokeWhere(db, eq(credentials.tokenHash, hashToken(token)), reason, now);
 }
 
 /** Revokes every live credential of a kind of a user (single-session sign-in, API key refresh). */
-export async function revokeAllOfKind(
+export function revokeAllOfKind(
   db: Db,
   userId: string,
   kind: CredentialKind,
   reason: string,
   now = new Date(),
 ): Promise<void> {
-  await db
-    .update(credentials)
-    .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(credentials.userId, userId), eq(credentials.kind, kind), isNull(credentials.revokedAt)));
+  return revokeWhere(db, and(eq(credentials.userId, userId), eq(credentials.kind, kind)), reason, now);
 }
 
-export async function revokeCredentialById(
-  db: Db,
-  id: string,
-  reason: string,
-  now = new Date(),
-): Promise<void> {
-  await db
-    .update(credentials)
-    .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(credentials.id, id), isNull(credentials.revokedAt)));
+export function revokeCredentialById(db: Db, id: string, reason: string, now = new Date()): Promise<void> {
+  return revokeWhere(db, eq(credentials.id, id), reason, now);
 }
 
 /** Every live credential of a user, of any kind (deactivation). */
-export async function revokeAllOfUser(
-  db: Db,
-  userId: string,
-  reason: string,
-  now = new Date(),
-): Promise<void> {
-  await db
-    .update(credentials)
-    .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(credentials.userId, userId), isNull(credentials.revokedAt)));
+export function revokeAllOfUser(db: Db, userId: string, reason: string, now = new Date()): Promise<void> {
+  return revokeWhere(db, eq(credentials.userId, userId), reason, now);
 }

@@ -312,191 +312,138 @@ export class SshDriver implements BoardDriver {
       }
       await sftpCall<void>((cb) => sftp.rmdir(dir, (err) => cb(err, undefined)));
     };
+    // Every call: one pooled SFTP session, the driver's timeout, and SFTP errors worded for the board path.
+    const op = <T,>(what: string, fn: (sftp: SFTPWrapper) => Promise<T>) => this.t(this.pool.sftp().then(fn), what);
+    const at = <T,>(board: string, call: Promise<T>) =>
+      call.catch((err) => {
+        throw sftpError(err, board);
+      });
+    // Temporary files sit beside their target so the final rename stays on one filesystem.
+    const tmpBeside = (real: string) =>
+      path.posix.join(path.posix.dirname(real), `.${path.posix.basename(real).slice(0, 200)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
     return {
       list: (dir) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const r = await this.real(sftp, dir);
-            const list = await sftpCall<FileEntryWithStats[]>((cb) => sftp.readdir(r.real, cb)).catch((err) => {
-              throw sftpError(err, r.board);
-            });
-            return list
-              .map((e) => entry(e.filename, path.posix.join(r.board, e.filename), e.attrs))
-              .sort((a, b) => Number(b.type === 'dir') - Number(a.type === 'dir') || a.name.localeCompare(b.name));
-          })(),
-          'list',
-        ),
+        op('list', async (sftp) => {
+          const r = await this.real(sftp, dir);
+          const list = await at(r.board, sftpCall<FileEntryWithStats[]>((cb) => sftp.readdir(r.real, cb)));
+          return list
+            .map((e) => entry(e.filename, path.posix.join(r.board, e.filename), e.attrs))
+            .sort((a, b) => Number(b.type === 'dir') - Number(a.type === 'dir') || a.name.localeCompare(b.name));
+        }),
       stat: (p) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const comps = normaliseBoardPath(p);
-            if (!comps.length) {
-              const root = await this.root(sftp);
-              return entry('/', '/', await sftpCall<Stats>((cb) => sftp.stat(root, cb)));
-            }
-            const t = await this.parentOf(sftp, p);
-            const st = await sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)).catch((err) => {
-              throw sftpError(err, t.board);
-            });
-            return entry(t.name, t.board, st);
-          })(),
-          'stat',
-        ),
+        op('stat', async (sftp) => {
+          const comps = normaliseBoardPath(p);
+          if (!comps.length) {
+            const root = await this.root(sftp);
+            return entry('/', '/', await sftpCall<Stats>((cb) => sftp.stat(root, cb)));
+          }
+          const t = await this.parentOf(sftp, p);
+          const st = await at(t.board, sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)));
+          return entry(t.name, t.board, st);
+        }),
       read: (p, maxBytes = DEFAULT_READ_MAX) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const r = await this.real(sftp, p);
-            const st = await sftpCall<Stats>((cb) => sftp.stat(r.real, cb)).catch((err) => {
-              throw sftpError(err, r.board);
-            });
-            if ((st.mode & S_IFMT) === S_IFDIR) throw new DriverError('path.is_a_directory', `Is a directory: ${r.board}`);
-            if (Number(st.size) > maxBytes) throw new DriverError('file.too_large', `File is larger than ${maxBytes} bytes`);
-            return sftpCall<Buffer>((cb) => sftp.readFile(r.real, cb)).catch((err) => {
-              throw sftpError(err, r.board);
-            });
-          })(),
-          'read',
-        ),
+        op('read', async (sftp) => {
+          const r = await this.real(sftp, p);
+          const st = await at(r.board, sftpCall<Stats>((cb) => sftp.stat(r.real, cb)));
+          if ((st.mode & S_IFMT) === S_IFDIR) throw new DriverError('path.is_a_directory', `Is a directory: ${r.board}`);
+          if (Number(st.size) > maxBytes) throw new DriverError('file.too_large', `File is larger than ${maxBytes} bytes`);
+          return at(r.board, sftpCall<Buffer>((cb) => sftp.readFile(r.real, cb)));
+        }),
       write: (p, data) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const t = await this.writeTarget(sftp, p);
-            const tmp = path.posix.join(path.posix.dirname(t.real), `.${path.posix.basename(t.real).slice(0, 200)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
-            try {
-              await sftpCall<void>((cb) => sftp.writeFile(tmp, data, { mode: t.mode, flag: 'wx' }, (err) => cb(err, undefined)));
-              await this.renameOver(sftp, tmp, t.real);
-            } catch (err) {
-              await sftpCall<void>((cb) => sftp.unlink(tmp, () => cb(null, undefined)));
-              throw sftpError(err, t.board);
-            }
-          })(),
-          'write',
-        ),
+        op('write', async (sftp) => {
+          const t = await this.writeTarget(sftp, p);
+          const tmp = tmpBeside(t.real);
+          try {
+            await sftpCall<void>((cb) => sftp.writeFile(tmp, data, { mode: t.mode, flag: 'wx' }, (err) => cb(err, undefined)));
+            await this.renameOver(sftp, tmp, t.real);
+          } catch (err) {
+            await sftpCall<void>((cb) => sftp.unlink(tmp, () => cb(null, undefined)));
+            throw sftpError(err, t.board);
+          }
+        }),
       remove: (p, opts) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const t = await this.parentOf(sftp, p);
-            const st = await sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)).catch((err) => {
-              throw sftpError(err, t.board);
-            });
-            try {
-              if ((st.mode & S_IFMT) === S_IFDIR) {
-                if (opts?.recursive) await removeTree(sftp, t.real);
-                else await sftpCall<void>((cb) => sftp.rmdir(t.real, (err) => cb(err, undefined)));
-              } else await sftpCall<void>((cb) => sftp.unlink(t.real, (err) => cb(err, undefined)));
-            } catch (err) {
-              const e = sftpError(err, t.board);
-              throw e.key === 'driver.failed' ? new DriverError('path.exists', `Directory not empty: ${t.board}`) : e;
-            }
-          })(),
-          'remove',
-        ),
+        op('remove', async (sftp) => {
+          const t = await this.parentOf(sftp, p);
+          const st = await at(t.board, sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)));
+          try {
+            if ((st.mode & S_IFMT) === S_IFDIR) {
+              if (opts?.recursive) await removeTree(sftp, t.real);
+              else await sftpCall<void>((cb) => sftp.rmdir(t.real, (err) => cb(err, undefined)));
+            } else await sftpCall<void>((cb) => sftp.unlink(t.real, (err) => cb(err, undefined)));
+          } catch (err) {
+            const e = sftpError(err, t.board);
+            throw e.key === 'driver.failed' ? new DriverError('path.exists', `Directory not empty: ${t.board}`) : e;
+          }
+        }),
       mkdir: (p) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const t = await this.parentOf(sftp, p);
-            if (await this.lstatOrNull(sftp, t.real)) throw new DriverError('path.exists', `Already exists: ${t.board}`);
-            await sftpCall<void>((cb) => sftp.mkdir(t.real, (err) => cb(err, undefined))).catch((err) => {
-              throw sftpError(err, t.board);
-            });
-          })(),
-          'mkdir',
-        ),
+        op('mkdir', async (sftp) => {
+          const t = await this.parentOf(sftp, p);
+          if (await this.lstatOrNull(sftp, t.real)) throw new DriverError('path.exists', `Already exists: ${t.board}`);
+          await at(t.board, sftpCall<void>((cb) => sftp.mkdir(t.real, (err) => cb(err, undefined))));
+        }),
       rename: (from, to) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const a = await this.parentOf(sftp, from);
-            const b = await this.parentOf(sftp, to);
-            await this.renameOver(sftp, a.real, b.real).catch((err) => {
-              throw sftpError(err, a.board);
-            });
-          })(),
-          'rename',
-        ),
+        op('rename', async (sftp) => {
+          const a = await this.parentOf(sftp, from);
+          const b = await this.parentOf(sftp, to);
+          await at(a.board, this.renameOver(sftp, a.real, b.real));
+        }),
       readlink: (p) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            // The parent is resolved inside the root like every other call; the link itself is only read.
-            const t = await this.parentOf(sftp, p);
-            const st = await sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)).catch((err) => {
-              throw sftpError(err, t.board);
-            });
-            if ((st.mode & S_IFMT) !== S_IFLNK) throw new DriverError('path.invalid', `Not a symbolic link: ${t.board}`);
-            return sftpCall<string>((cb) => sftp.readlink(t.real, cb)).catch((err) => {
-              throw sftpError(err, t.board);
-            });
-          })(),
-          'readlink',
-        ),
+        op('readlink', async (sftp) => {
+          // The parent is resolved inside the root like every other call; the link itself is only read.
+          const t = await this.parentOf(sftp, p);
+          const st = await at(t.board, sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)));
+          if ((st.mode & S_IFMT) !== S_IFLNK) throw new DriverError('path.invalid', `Not a symbolic link: ${t.board}`);
+          return at(t.board, sftpCall<string>((cb) => sftp.readlink(t.real, cb)));
+        }),
       createReadStream: (p) =>
         this.t(
           (async (): Promise<Readable> => {
             const sftp = await this.pool.sftp();
             const r = await this.real(sftp, p);
-            const st = await sftpCall<Stats>((cb) => sftp.stat(r.real, cb)).catch((err) => {
-              throw sftpError(err, r.board);
-            });
+            const st = await at(r.board, sftpCall<Stats>((cb) => sftp.stat(r.real, cb)));
             if ((st.mode & S_IFMT) === S_IFDIR) throw new DriverError('path.is_a_directory', `Is a directory: ${r.board}`);
             return sftp.createReadStream(r.real);
           })(),
           'read stream',
         ),
       createWriteStream: (p) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const t = await this.writeTarget(sftp, p);
-            const tmp = path.posix.join(path.posix.dirname(t.real), `.${path.posix.basename(t.real).slice(0, 200)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
-            const stream: Writable = sftp.createWriteStream(tmp, { flags: 'wx', mode: t.mode });
-            // ssh2 emits 'close' only for a clean close (a stream destroyed with an error emits 'error'
-            // instead), and its _final destroys the stream before 'finish', so end()'s callback may never
-            // run: the handle's close is the one signal that every write landed.
-            let failed: Error | null = null;
-            const closed = new Promise<void>((res) => {
-              stream.once('close', () => res());
-              stream.once('error', (err) => {
-                failed = err;
-                res();
-              });
+        op('write stream', async (sftp) => {
+          const t = await this.writeTarget(sftp, p);
+          const tmp = tmpBeside(t.real);
+          const stream: Writable = sftp.createWriteStream(tmp, { flags: 'wx', mode: t.mode });
+          // ssh2 emits 'close' only for a clean close (a stream destroyed with an error emits 'error'
+          // instead), and its _final destroys the stream before 'finish', so end()'s callback may never
+          // run: the handle's close is the one signal that every write landed.
+          let failed: Error | null = null;
+          const closed = new Promise<void>((res) => {
+            stream.once('close', () => res());
+            stream.once('error', (err) => {
+              failed = err;
+              res();
             });
-            return {
-              stream,
-              commit: async () => {
-                if (!stream.writableEnded) stream.end();
-                await closed;
-                if (failed) throw sftpError(failed, t.board);
-                await this.renameOver(sftp, tmp, t.real).catch((err) => {
-                  throw sftpError(err, t.board);
-                });
-              },
-              abort: async () => {
-                stream.destroy();
-                await closed;
-                await sftpCall<void>((cb) => sftp.unlink(tmp, () => cb(null, undefined)));
-              },
-            };
-          })(),
-          'write stream',
-        ),
+          });
+          return {
+            stream,
+            commit: async () => {
+              if (!stream.writableEnded) stream.end();
+              await closed;
+              if (failed) throw sftpError(failed, t.board);
+              await at(t.board, this.renameOver(sftp, tmp, t.real));
+            },
+            abort: async () => {
+              stream.destroy();
+              await closed;
+              await sftpCall<void>((cb) => sftp.unlink(tmp, () => cb(null, undefined)));
+            },
+          };
+        }),
       freeSpace: (p) =>
-        this.t(
-          (async () => {
-            const sftp = await this.pool.sftp();
-            const r = await this.real(sftp, p);
-            // ssh2 names the statvfs@openssh.com fields f_bavail, f_frsize, f_bsize.
-            const v = await sftpCall<{ f_bavail: number; f_frsize: number; f_bsize: number }>((cb) => sftp.ext_openssh_statvfs(r.real, cb));
-            return Number(v.f_bavail) * Number(v.f_frsize || v.f_bsize);
-          })(),
-          'free space',
-        ),
+        op('free space', async (sftp) => {
+          const r = await this.real(sftp, p);
+          // ssh2 names the statvfs@openssh.com fields f_bavail, f_frsize, f_bsize.
+          const v = await sftpCall<{ f_bavail: number; f_frsize: number; f_bsize: number }>((cb) => sftp.ext_openssh_statvfs(r.real, cb));
+          return Number(v.f_bavail) * Number(v.f_frsize || v.f_bsize);
+        }),
     };
   }
 
