@@ -4,6 +4,7 @@
 // is the driver's job; these schemas refuse what no board path may hold (NUL, newlines, overlong names).
 import { z } from 'zod';
 import { defineCall } from './http.ts';
+import { entityId } from './ids.ts';
 
 /** Files larger than this open as "too large" (offer download instead); the editor saves at most this. */
 export const EDITOR_MAX_BYTES = 2 * 1024 * 1024;
@@ -56,7 +57,7 @@ export const fileName = z
   .refine((n) => !n.includes('\0') && !/[\r\n]/.test(n), 'must not contain NUL bytes or line breaks')
   .refine((n) => !n.includes('/') && n !== '.' && n !== '..', 'must be a plain name, not a path');
 
-const applyId = z.string().min(1).max(64);
+const applyId = entityId;
 
 /**
  * Resolves `p` against `base` into a normal absolute board path ("/a/b"), or null when `..` would
@@ -162,7 +163,7 @@ export const fileMkdirRequest = z.object(located);
 export const fileRenameRequest = z.object({ ...located, to: boardPath.pipe(z.string().min(1)) });
 export const pathResponse = z.object({ path: z.string() });
 
-export const downloadFileRequest = z.object({ deviceId: z.string().min(1).max(64), filePath: boardPath });
+export const downloadFileRequest = z.object({ deviceId: entityId, filePath: boardPath });
 
 /** Fields of the multipart upload; files follow them under any field name. */
 export const uploadFields = z.object({

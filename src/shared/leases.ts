@@ -22,6 +22,7 @@ import { z } from 'zod';
 import { attributeFilters, boardDto, boardState } from './boards.ts';
 import { LEASE_DURATIONS, RECENT_APPLIES_LIMIT } from './constants.ts';
 import { defineCall } from './http.ts';
+import { entityId, idString } from './ids.ts';
 
 /** Stable error keys of this feature (worded by locales/<lng>/leases.json under `errors`). */
 export const LeaseErrorKey = {
@@ -70,8 +71,8 @@ export const LeaseNotice = {
 } as const;
 
 const isoDate = z.iso.datetime({ offset: true, local: false });
-const deviceId = z.string().min(1).max(64);
-const applyId = z.string().min(1).max(64);
+const deviceId = entityId;
+const applyId = entityId;
 
 /** The user's name for a held board: trimmed, 1–64 characters, no control characters. */
 export const serverName = z
@@ -271,7 +272,7 @@ export const leaseCalls = [
       topic: z.string().min(1).max(128),
       /** Text, or any JSON value (sent to the plugin as JSON text). */
       data: z.union([z.string().max(65_536), z.json()]).optional(),
-      nodeId: z.union([z.string().max(128), z.number()]).optional(),
+      nodeId: z.union([z.literal(''), idString({ max: 128 }), z.number()]).optional(),
     }),
     response: z.object({ topic: z.string(), result: z.string() }),
     needsApply: true,

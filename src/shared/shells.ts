@@ -2,6 +2,7 @@
 // answers its clientId; its bytes travel over the realtime channel (see realtime.ts destinations).
 import { z } from 'zod';
 import { defineCall } from './http.ts';
+import { idString } from './ids.ts';
 
 export const ShellType = { login: 'login', serial: 'serial' } as const;
 export type ShellType = (typeof ShellType)[keyof typeof ShellType];
@@ -15,8 +16,11 @@ export const shellErrorKeys = {
   boardUnavailable: 'board.unavailable',
 } as const;
 
+/** applyId and clientId of the shell calls (the shared id schema, up to 128 characters). */
+const shellId = idString({ max: 128 });
+
 export const applyShellRequest = z.object({
-  applyId: z.string().min(1).max(128),
+  applyId: shellId,
   shellType: z.enum([ShellType.login, ShellType.serial]).default(ShellType.login),
   /** Initial size; the console resizes after subscribing anyway. */
   cols: z.number().int().min(2).max(1000).optional(),
@@ -38,7 +42,7 @@ export const shellCalls = [
     method: 'POST',
     path: '/api/device/unapply-device-shell',
     needsApply: true,
-    request: z.object({ applyId: z.string().min(1).max(128), clientId: z.string().min(1).max(128) }),
+    request: z.object({ applyId: shellId, clientId: shellId }),
     response: z.null(),
     summary: 'Close a shell of an apply',
   }),

@@ -1,6 +1,7 @@
 // Calls of the service itself: health and public settings.
 import { z } from 'zod';
 import { defineCall } from './http.ts';
+import { idString } from './ids.ts';
 
 export const publicSettings = z.object({
   XPACK_ENABLED: z.boolean(),
@@ -33,7 +34,7 @@ export const systemCalls = [
     name: 'resourcesCache',
     method: 'POST',
     path: '/api/v1/common/resources/cache/',
-    request: z.object({ resources: z.array(z.string().max(200)).max(1000) }),
+    request: z.object({ resources: z.array(idString({ max: 200 })).max(1000) }),
     response: z.object({ spm: z.string() }),
     summary: 'Cache a list of resource ids and answer a short key for them (spec section 7)',
   }),

@@ -18,6 +18,7 @@
 // like the authorize URL.
 import { z } from 'zod';
 import { defineCall } from './http.ts';
+import { idString } from './ids.ts';
 
 /** Stable error keys of this feature (the console words them via locales/<lng>/errors.json). */
 export const IdentityErrorKey = {
@@ -96,7 +97,7 @@ const username = z
   .trim()
   .regex(USERNAME_RE, 'must be 2–64 letters, digits or _ . @ - (not starting with . @ -)');
 const password = z.string().min(PASSWORD_MIN, 'must be at least 8 characters').max(256);
-const id = z.string().trim().min(1).max(100);
+const id = idString({ max: 100, trim: true });
 const base64 = z
   .string()
   .trim()

@@ -3,8 +3,9 @@
 // in the envelope, audits state-changing calls, and answers OPTIONS with the call's metadata.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { ErrorKey, ResultCode } from '#shared/codes.ts';
-import { callMetadata } from '#shared/http.ts';
+import { ErrorKey, type FieldIssue, ResultCode } from '#shared/codes.ts';
+import { type CallDef, callMetadata } from '#shared/http.ts';
+import { entityId } from '#shared/ids.ts';
 import { hasPermission } from '#shared/permissions.ts';
 import { authenticate } from '#server/auth/user-context.ts';
 import { AppError, badRequest, forbidden, unauthorized } from '#server/errors.ts';
@@ -15,6 +16,47 @@ export function zodIssues(error: z.ZodError) {
     path: i.path.length ? i.path.map(String).join('.') : '(body)',
     message: i.message,
   }));
+}
+
+/**
+ * The first string of a payload (values and keys, at any depth) holding a NUL byte. PostgreSQL
+ * refuses NUL in text, and no field of any call has a use for it: it is bad input, never a 500.
+ */
+export function nulIssue(value: unknown, at: string[] = []): FieldIssue | undefined {
+  const here = () => (at.length ? at.join('.') : '(body)');
+  if (typeof value === 'string')
+    return value.includes('\u0000') ? { path: here(), message: 'must not contain NUL bytes' } : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulIssue(value[i], [...at, String(i)]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes('\u0000')) return { path: here(), message: 'must not contain NUL bytes in its keys' };
+      const found = nulIssue(v, [...at, k]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The applyId of the ApplyAccess header, validated with the same id schema as a payload's applyId,
+ * for the calls that may resolve their apply from it (needsApply, and the transfers).
+ */
+function checkApplyHeader(call: CallDef, req: FastifyRequest): void {
+  if (!call.needsApply && !call.transfer) return;
+  const header = req.headers.applyaccess;
+  const raw = Array.isArray(header) ? header[0] : header;
+  if (raw === undefined || raw === '') return;
+  const parsed = entityId.safeParse(raw.trim().replace(/^"(.*)"$/, '$1'));
+  if (!parsed.success) {
+    const message = parsed.error.issues[0]?.message ?? 'invalid';
+    throw badRequest(`Invalid ApplyAccess: ${message}`, ErrorKey.validation, [{ path: 'ApplyAccess', message }]);
+  }
 }
 
 function payloadOf(req: FastifyRequest, kind: string): unknown {
@@ -48,6 +90,9 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
           const fields = zodIssues(parsed.error);
           throw badRequest(`Invalid ${fields[0].path}: ${fields[0].message}`, ErrorKey.validation, fields);
         }
+        const nul = nulIssue(parsed.data);
+        if (nul) throw badRequest(`Invalid ${nul.path}: ${nul.message}`, ErrorKey.validation, [nul]);
+        checkApplyHeader(call, req);
         const ctx: CallContext = { app, req, reply, user, apply: null, ip: req.ip };
         if (call.needsApply) {
           if (!app.resolveApply) throw new AppError(503, ResultCode.Unavailable, 'apply.unavailable', 'Applies are not available');
