@@ -2,7 +2,9 @@
 // one access token with the configured lifetime (BIANBU_TOKEN_TTL_HOURS); with BIANBU_SINGLE_SESSION
 // the user's older access tokens are revoked as 'displaced' first (a later use answers 50012).
 // Failures answer one generic message per flow and are counted in the database (Throttle) per
-// account and per address; past a limit the flow answers 429 with Retry-After.
+// account and per address; past a limit the flow answers 429 with Retry-After. Every attempt is
+// counted (reserved) before its secret is checked and given back only when it succeeds, so parallel
+// guesses cost as many attempts as they are and the limit bounds how many are ever checked.
 import crypto from 'node:crypto';
 import { and, desc, eq, isNull } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
@@ -121,15 +123,15 @@ export class IdentityService {
   ): Promise<UserRow> {
     const now = this.now();
     const userLimit = LIMITS.loginUser(username);
-    await this.throttle.check([userLimit, LIMITS.loginIp(ip)], now);
+    const ipLimit = LIMITS.loginIp(ip);
+    // Counted before the password is checked: parallel guesses cannot all pass a check first.
+    await this.throttle.reserve([userLimit, ipLimit], now);
     const user = username ? await findUserByUsername(this.db, username) : undefined;
     const ok =
       user?.passwordHash && password
         ? await verifyPassword(password, user.passwordHash)
         : await burnVerification(password || 'x');
     if (!ok || !user?.isActive) {
-      await this.throttle.hit(userLimit, now);
-      await this.throttle.hit(LIMITS.loginIp(ip), now);
       await this.audit({
         userId: user?.id ?? null,
         username: username.slice(0, 64),
@@ -141,6 +143,7 @@ export class IdentityService {
       throw badCredentials();
     }
     await this.throttle.reset(userLimit.key);
+    await this.throttle.release(ipLimit, now);
     return user;
   }
 
@@ -194,7 +197,9 @@ export class IdentityService {
   async phoneLogin(phone: string, code: string, ip: string): Promise<string> {
     const now = this.now();
     const phoneLimit = LIMITS.phoneLoginPhone(phone);
-    await this.throttle.check([phoneLimit, LIMITS.phoneLoginIp(ip)], now);
+    const ipLimit = LIMITS.phoneLoginIp(ip);
+    // Counted before the code is compared: parallel guesses cannot all pass a check first.
+    await this.throttle.reserve([phoneLimit, ipLimit], now);
     const [row] = await this.db
       .select()
       .from(phoneCodes)
@@ -215,16 +220,16 @@ export class IdentityService {
         .returning({ id: phoneCodes.id });
       consumed = done.length === 1;
     } else if (live) {
-      const attempts = live.attempts + 1;
-      await this.db
-        .update(phoneCodes)
-        .set({ attempts, ...(attempts >= CODE_MAX_ATTEMPTS ? { consumedAt: now } : {}) })
-        .where(eq(phoneCodes.id, live.id));
+      // Raised in the database, not from the value read above: parallel wrong guesses all count.
+      await this.app.storage.query(
+        `update phone_codes set attempts = attempts + 1,
+           consumed_at = case when attempts + 1 >= $2 then $3::timestamptz else consumed_at end
+         where id = $1 and consumed_at is null`,
+        [live.id, CODE_MAX_ATTEMPTS, now],
+      );
     }
     const user = consumed ? await this.phoneUser(phone) : undefined;
     if (!user) {
-      await this.throttle.hit(phoneLimit, now);
-      await this.throttle.hit(LIMITS.phoneLoginIp(ip), now);
       await this.audit({
         username: null,
         target: phone,
@@ -236,6 +241,7 @@ export class IdentityService {
       throw badCode();
     }
     await this.throttle.reset(phoneLimit.key);
+    await this.throttle.release(ipLimit, now);
     return this.issueSession(user, 'phone', ip);
   }
 
@@ -268,7 +274,9 @@ export class IdentityService {
 
   async sequenceLogin(sequenceCode: string, ip: string): Promise<string> {
     const now = this.now();
-    await this.throttle.check([LIMITS.sequenceIp(ip)], now);
+    const ipLimit = LIMITS.sequenceIp(ip);
+    // Counted before the code is looked up: parallel guesses cannot all pass a check first.
+    await this.throttle.reserve([ipLimit], now);
     // Looked up by its SHA-256: the stored value is useless to a reader of the database, and the
     // comparison happens on a digest the caller cannot steer.
     const hash = crypto.createHash('sha256').update(sequenceCode).digest('hex');
@@ -279,10 +287,10 @@ export class IdentityService {
     );
     const user = row ? await findUserById(this.db, row.user_id) : undefined;
     if (!user?.isActive) {
-      await this.throttle.hit(LIMITS.sequenceIp(ip), now);
       await this.audit({ action: 'login', result: 'failed', ip, detail: { method: 'sequence' } });
       throw badSequence();
     }
+    await this.throttle.release(ipLimit, now);
     return this.issueSession(user, 'sequence', ip);
   }
 
