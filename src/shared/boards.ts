@@ -77,10 +77,12 @@ export const boardId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case
 
 /** Options of a board run as a bubblewrap sandbox on this host. */
 export const localDriverOptions = z.object({
-  /** Memory size the board reports; its processes' RSS is measured against it. */
-  memoryMb: z.number().int().positive().default(2048),
-  /** Disk quota the board reports; bytes under its root are measured against it. */
-  diskQuotaMb: z.number().int().positive().default(8192),
+  /** Memory of the board: a cgroup limit on its processes (page cache included) where the host has one. */
+  memoryMb: z.number().int().min(16).default(2048),
+  /** Disk of the board: the size of its ext4 image where the host has loop devices, else measured only. */
+  diskQuotaMb: z.number().int().min(16).default(8192),
+  /** Processes (and threads) the board may have at once: a cgroup pids limit. */
+  maxProcesses: z.number().int().min(16).max(1_000_000).default(1024),
 });
 export type LocalDriverOptions = z.infer<typeof localDriverOptions>;
 
@@ -129,7 +131,7 @@ export const boardDeclaration = z.discriminatedUnion('driver', [
     model: z.string().max(200).default(''),
     attributes: boardAttributes.default({}),
     driver: z.literal('local'),
-    options: localDriverOptions.default({ memoryMb: 2048, diskQuotaMb: 8192 }),
+    options: localDriverOptions.default({ memoryMb: 2048, diskQuotaMb: 8192, maxProcesses: 1024 }),
   }),
   z.object({
     id: boardId,

@@ -20,7 +20,8 @@ import { ResultCode } from '#shared/codes.ts';
 import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
 import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
 import { defaultLab, readLabFile } from './labfile.ts';
-import { findBwrap, LocalDriver } from './local/local-driver.ts';
+import { hostSupport } from './local/host-support.ts';
+import { LocalDriver } from './local/local-driver.ts';
 import { SshDriver } from './ssh/ssh-driver.ts';
 import { readMetricsSince } from './metrics-store.ts';
 
@@ -87,14 +88,14 @@ export class BoardLab {
   private starting: Promise<void> = Promise.resolve();
   private sampling = false;
   private stopped = false;
-  /** False when bubblewrap is missing and unsandboxed boards were not allowed: local boards stay down. */
+  /** False when boards cannot be isolated here and unsandboxed boards were not allowed: local boards stay down. */
   readonly localBoardsRun: boolean;
   readonly pluginsDir: string;
 
   constructor(private readonly app: FastifyInstance) {
     this.events.setMaxListeners(0);
     const cfg = app.config;
-    this.localBoardsRun = Boolean(findBwrap()) || cfg.BIANBU_ALLOW_UNSANDBOXED;
+    this.localBoardsRun = hostSupport().userns || cfg.BIANBU_ALLOW_UNSANDBOXED;
     this.pluginsDir = path.resolve(cfg.BIANBU_PLUGINS_DIR ?? path.join(cfg.dataDir, 'plugins'));
   }
 
@@ -107,12 +108,18 @@ export class BoardLab {
   async start(): Promise<void> {
     const cfg = this.app.config;
     const begun = Date.now();
-    if (!findBwrap()) {
+    const host = hostSupport();
+    if (!host.userns) {
       this.app.log.warn(
+        { missing: host.missing },
         cfg.BIANBU_ALLOW_UNSANDBOXED
-          ? 'bubblewrap (bwrap) is missing: local boards run UNSANDBOXED as BIANBU_ALLOW_UNSANDBOXED asks'
-          : 'bubblewrap (bwrap) is missing: local boards are not run (install bubblewrap, or set BIANBU_ALLOW_UNSANDBOXED=1)',
+          ? 'local boards cannot be isolated on this host: they run UNSANDBOXED as BIANBU_ALLOW_UNSANDBOXED asks'
+          : 'local boards cannot be isolated on this host and are not run (install bubblewrap and run the service as root, or set BIANBU_ALLOW_UNSANDBOXED=1)',
       );
+    } else if (host.missing.length) {
+      for (const m of host.missing) this.app.log.warn(`local boards: limit not enforced here — ${m}`);
+    } else {
+      this.app.log.info('local boards: own user namespace and host uid range each; memory, process and CPU limits by cgroups; disk limit by ext4 images');
     }
     await this.applyLab();
     fs.mkdirSync(this.pluginsDir, { recursive: true });
@@ -188,7 +195,7 @@ export class BoardLab {
         options: localDriverOptions.parse(r.driver_options ?? {}),
         boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
         pluginsDir: this.pluginsDir,
-        sandboxed: Boolean(findBwrap()),
+        sandboxed: hostSupport().userns,
         log,
       });
     }

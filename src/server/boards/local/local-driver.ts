@@ -1,17 +1,20 @@
-// A board on this host: one long-lived bubblewrap sandbox. Lifecycle: `start()` boots it (bwrap with
-// its own PID, UTS, IPC, network and mount namespaces, the board root bound as /, the host's /usr
-// read-only, every capability dropped; its pid 1 is bwrap, which reaps, and `sleep infinity` keeps the
-// board up). Shells and plugin calls enter the running sandbox with nsenter, so all shells of a board
-// share its processes. Power reset kills the namespace's init — the kernel then kills every process
-// in it — writes a boot log to the serial console and boots again on the same files. Flash and
-// restore build a new root beside the old one and swap it in with a rename.
+// A board on this host: one long-lived bubblewrap sandbox in a user namespace of its own. Lifecycle:
+// `start()` claims the board's host uid range, creates its cgroups, attaches its disk (an ext4 image
+// on a loop device where the host has them) and boots it (sandbox.ts describes the launch chain; its
+// pid 1 is bwrap, which reaps, and `sleep infinity` keeps the board up). Shells, plugin calls and
+// the board's file server (OpenSSH's sftp-server, spoken to with ssh2's SFTP client) enter the running
+// sandbox with nsenter, so all of them share its processes, limits and view of its files: the host
+// never resolves a path inside a board. Power reset kills the namespace's init — the kernel then kills
+// every process in it — writes a boot log to the serial console and boots again on the same files.
+// Flash and restore build a new root (a new image) while the board still runs and swap it in while
+// the board is down. `stop()` kills the sandbox and detaches its disk.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Duplex } from 'node:stream';
 import * as pty from 'node-pty';
+import type { SFTPWrapper } from 'ssh2';
 import type { LocalDriverOptions } from '#shared/boards.ts';
 import {
   type BoardDriver,
@@ -22,18 +25,25 @@ import {
   type PtyHandle,
   type PtySize,
 } from '../driver.ts';
+import { openSftpOverStdio } from '../sftp/stdio-sftp.ts';
+import { sftpFiles } from '../sftp/sftp-files.ts';
+import { TempJournal } from '../sftp/temp-journal.ts';
 import { sleep, withTimeout } from '../util.ts';
+import { BoardCgroups } from './cgroups.ts';
+import { BoardDisk, isMountPoint } from './disk.ts';
 import { localFiles } from './files.ts';
+import { hostSupport } from './host-support.ts';
 import { unpackImage } from './image.ts';
 import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
+import { bootArgv, bwrapArgs, enterArgv, mapUserNamespace, PATH_ENV } from './sandbox.ts';
 import { SerialConsole } from './serial.ts';
+import { claimIdentity, DEFAULT_SLOT_REGISTRY, shiftOwnership } from './uid-slots.ts';
 
 /** Where plugins appear inside a board (the host's plugins directory, bound read-only). */
 export const PLUGINS_MOUNT = '/opt/bianbu/plugins';
 const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const DISK_USAGE_TTL_MS = 120_000;
-const PATH_ENV = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export interface LocalBoardInit {
   boardId: string;
@@ -41,53 +51,43 @@ export interface LocalBoardInit {
   model: string;
   cores?: number;
   options: LocalDriverOptions;
-  /** `${dataDir}/boards/<id>`: holds `root` and scratch directories for flashing. */
+  /** `${dataDir}/boards/<id>`: holds `root` (the board's file system), its disk image and scratch. */
   boardDir: string;
   pluginsDir: string;
   /** false: bubblewrap is missing and the operator opted in to unsandboxed boards. */
   sandboxed: boolean;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
   callTimeoutMs?: number;
+  /** Host-wide registry of uid ranges (tests may point it elsewhere). */
+  uidRegistry?: string;
+  /** Host directory under which board roots are mounted for their sandboxes. */
+  runDir?: string;
 }
 
-let bwrapPath: string | null | undefined;
+export const DEFAULT_RUN_DIR = '/run/bianbu-boards';
+
+/** The host's plugins directory, read-only at `at` for the sandbox launcher (which cannot reach the data dir). */
+async function bindPlugins(pluginsDir: string, at: string): Promise<void> {
+  if (!fs.existsSync(pluginsDir) || isMountPoint(at)) return;
+  fs.mkdirSync(at, { recursive: true, mode: 0o755 });
+  const run = (args: string[]) =>
+    new Promise<void>((resolve, reject) => execFile('mount', args, { env: { PATH: PATH_ENV } }, (err) => (err ? reject(err) : resolve())));
+  await run(['--bind', pluginsDir, at]);
+  await run(['-o', 'remount,bind,ro,nosuid,nodev', at]);
+}
+
 /** The bubblewrap binary, or null when it is not installed. */
 export function findBwrap(): string | null {
-  if (bwrapPath !== undefined) return bwrapPath;
-  bwrapPath = null;
-  for (const dir of (process.env.PATH ?? '/usr/bin').split(':').concat(['/usr/bin'])) {
-    const p = path.join(dir, 'bwrap');
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      bwrapPath = p;
-      break;
-    } catch {}
-  }
-  return bwrapPath;
-}
-
-/** Host top-level directories that are symlinks into /usr on merged-/usr systems, or real ones. */
-function usrLinks(): string[] {
-  const args: string[] = [];
-  for (const d of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
-    const p = `/${d}`;
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(p);
-    } catch {
-      continue;
-    }
-    if (st.isSymbolicLink()) args.push('--symlink', fs.readlinkSync(p), p);
-    else if (st.isDirectory()) args.push('--ro-bind', p, p);
-  }
-  return args;
+  return hostSupport().bwrap;
 }
 
 export class LocalDriver implements BoardDriver {
   readonly kind = 'local' as const;
   readonly boardId: string;
-  private readonly rootDir: string;
+  /** The board's root on the host: `<runDir>/<slot>/root` for sandboxed boards. */
+  private rootDir: string;
   private readonly serial: SerialConsole;
+  private readonly userns: boolean;
   private outer: ChildProcess | null = null;
   private initPid = 0;
   private nsKey: string | null = null;
@@ -97,11 +97,17 @@ export class LocalDriver implements BoardDriver {
   private swapping = false;
   private booting: Promise<void> | null = null;
   private lastCpu: { at: number; seconds: number } | null = null;
-  /** Disk usage and when it is due for a refresh. */
+  /** Disk usage and when it is due for a refresh (boards without a disk image only). */
   private disk: { at: number; bytes: number } | null = null;
   private readonly ptys = new Set<pty.IPty>();
   private readonly timeoutMs: number;
   private hostname: string;
+  /** Host uid/gid of root inside the board (null until started, and for unsandboxed boards). */
+  private base: number | null = null;
+  private cgroups: BoardCgroups | null = null;
+  private diskImage: BoardDisk | null = null;
+  private sftp: { session: Promise<SFTPWrapper>; child: ChildProcess } | null = null;
+  private readonly journal: TempJournal;
   readonly files: BoardDriver['files'];
 
   constructor(private readonly init: LocalBoardInit) {
@@ -109,24 +115,38 @@ export class LocalDriver implements BoardDriver {
     this.hostname = init.name;
     this.rootDir = path.join(init.boardDir, 'root');
     this.timeoutMs = init.callTimeoutMs ?? 15_000;
+    this.userns = init.sandboxed;
+    this.journal = new TempJournal(path.join(init.boardDir, 'uploads.journal'));
     this.serial = new SerialConsole({
       hostname: () => this.hostname,
       users: async () => BOARD_USERS.map((u) => u.name),
       openShellAs: (user, size) => this.spawnShell(size, user, {}),
     });
-    const files = localFiles(
-      () => fs.realpathSync(this.rootDir),
-      () => {
-        if (this.swapping) throw new DriverError('board.busy', 'The board is being flashed');
-      },
-    );
+    const guard = () => {
+      if (this.swapping) throw new DriverError('board.busy', 'The board is being flashed');
+    };
+    // Sandboxed boards: every file call runs inside the board through its own SFTP server, so a link
+    // or a race can only ever reach the board's own tree. Unsandboxed boards (an explicit, unsafe
+    // opt-in) resolve on the host.
+    const files = init.sandboxed
+      ? sftpFiles({
+          sftp: async () => {
+            guard();
+            return this.sftpSession();
+          },
+          rootDir: '/',
+          timeoutMs: this.timeoutMs,
+          journal: this.journal,
+        })
+      : localFiles(() => fs.realpathSync(this.rootDir), guard);
     // Calls that arrive while the board is still being set up (a large lab boots in the background)
-    // wait for it instead of failing on a root that does not exist yet.
+    // or rebooting wait for it instead of failing.
     const waiting = Object.fromEntries(
       Object.entries(files).map(([k, fn]) => [
         k,
         async (...args: unknown[]) => {
           await this.started.catch(() => {});
+          if (this.booting) await this.booting.catch(() => {});
           return (fn as (...a: unknown[]) => unknown)(...args);
         },
       ]),
@@ -134,7 +154,8 @@ export class LocalDriver implements BoardDriver {
     this.files = {
       ...waiting,
       freeSpace: async (p) => {
-        const fsFree = await files.freeSpace(p);
+        const fsFree = await waiting.freeSpace(p);
+        if (this.diskImage?.enforced) return fsFree;
         const used = await this.diskUsed();
         return Math.max(0, Math.min(fsFree, this.diskTotal() - used));
       },
@@ -159,6 +180,17 @@ export class LocalDriver implements BoardDriver {
     return this.rootDir;
   }
 
+  /** Host uid of root inside the board (tests check that board files belong to it). */
+  get hostUid(): number | null {
+    return this.base;
+  }
+
+  /** Limits this board runs under, and those the host cannot enforce. */
+  get limits(): { enforced: string[]; missing: string[] } {
+    const enforced = [...(this.cgroups?.enforced ?? []), ...(this.diskImage?.enforced ? ['disk'] : [])];
+    return { enforced, missing: ['memory', 'pids', 'cpu', 'disk'].filter((l) => !enforced.includes(l)) };
+  }
+
   get running(): boolean {
     return this.initPid > 0 && this.outer !== null;
   }
@@ -168,20 +200,79 @@ export class LocalDriver implements BoardDriver {
     this.hostname = name;
   }
 
+  private cores(): number {
+    const host = os.availableParallelism();
+    return Math.max(1, Math.min(this.init.cores ?? host, host));
+  }
+
+  private diskTotal(): number {
+    return this.init.options.diskQuotaMb * 1024 * 1024;
+  }
+
   start(): Promise<void> {
     this.stopping = false;
     this.started = (async () => {
-      if (!fs.existsSync(this.rootDir)) {
+      if (this.init.sandboxed) await this.prepareSandbox();
+      else if (!fs.existsSync(this.rootDir)) {
         createDefaultRoot(this.rootDir, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
       }
       await this.boot('power on');
+      if (this.init.sandboxed) await this.sweepUploads();
     })();
     return this.started;
   }
 
+  /** Identity, limits and disk of a sandboxed board; everything here happens while no board process runs. */
+  private async prepareSandbox(): Promise<void> {
+    const host = hostSupport();
+    if (!host.userns) {
+      const why = host.missing.filter((m) => m.startsWith('identity:')).join('; ');
+      throw new DriverError('driver.sandbox_missing', `Local boards cannot be isolated on this host: ${why}`);
+    }
+    fs.mkdirSync(this.init.boardDir, { recursive: true, mode: 0o700 });
+    const id = claimIdentity(this.init.boardDir, this.init.uidRegistry ?? DEFAULT_SLOT_REGISTRY);
+    this.base = id.base;
+    // The board's directory in the data dir is the service's alone. The launcher (the board's uid)
+    // reaches the root at <runDir>/<slot>/root, a directory that uid alone may pass through.
+    fs.chmodSync(this.init.boardDir, 0o700);
+    const runDir = this.init.runDir ?? DEFAULT_RUN_DIR;
+    fs.mkdirSync(runDir, { recursive: true, mode: 0o711 });
+    fs.chmodSync(runDir, 0o711);
+    const slotDir = path.join(runDir, String(id.slot));
+    fs.mkdirSync(slotDir, { recursive: true, mode: 0o700 });
+    fs.chownSync(slotDir, id.base, id.base);
+    fs.chmodSync(slotDir, 0o700);
+    this.rootDir = path.join(slotDir, 'root');
+    await bindPlugins(this.init.pluginsDir, path.join(slotDir, 'plugins'));
+    const { memoryMb, maxProcesses } = this.init.options;
+    this.cgroups = new BoardCgroups(`${this.boardId}-${id.slot}`, host.cgroups, {
+      memoryBytes: memoryMb * 1024 * 1024,
+      pids: maxProcesses,
+      cpus: this.cores(),
+    });
+    this.cgroups.create();
+    for (const f of this.cgroups.failures) this.init.log?.(`board limit not enforced: ${f}`);
+    this.diskImage = new BoardDisk({ boardDir: this.init.boardDir, mountAt: this.rootDir, sizeMb: this.init.options.diskQuotaMb, ownerBase: id.base, loop: host.loopDisk });
+    await this.diskImage.attach(async (dir) => this.populateDefault(dir));
+    if (id.previousBase !== null) shiftOwnership(this.rootDir, id.base, id.previousBase);
+  }
+
+  /** Writes the default image into a fresh root no board can see yet, owned by the board's range. */
+  private async populateDefault(dir: string): Promise<void> {
+    createDefaultRoot(dir, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
+    if (this.base !== null) shiftOwnership(dir, this.base);
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
+    await this.started.catch(() => {});
     await this.killSandbox();
+    await this.diskImage?.detach().catch((err) => this.init.log?.('board disk did not detach', { err: (err as Error).message }));
+    if (this.init.sandboxed) {
+      const plugins = path.join(path.dirname(this.rootDir), 'plugins');
+      if (isMountPoint(plugins)) await new Promise((r) => execFile('umount', [plugins], { env: { PATH: PATH_ENV } }, r));
+    }
+    this.cgroups?.destroy();
   }
 
   async probe(timeoutMs = 3000): Promise<void> {
@@ -197,31 +288,6 @@ export class LocalDriver implements BoardDriver {
     await withTimeout(this.runInBoard(['/usr/bin/true'], 'root', timeoutMs), timeoutMs, 'probe');
   }
 
-  private bootArgs(root: string): string[] {
-    const args = [
-      '--unshare-pid',
-      '--unshare-uts',
-      '--unshare-ipc',
-      '--unshare-net',
-      '--hostname',
-      this.hostname,
-      '--bind',
-      root,
-      '/',
-      '--ro-bind',
-      '/usr',
-      '/usr',
-      ...usrLinks(),
-      '--proc',
-      '/proc',
-      '--dev',
-      '/dev',
-    ];
-    if (fs.existsSync(this.init.pluginsDir)) args.push('--ro-bind', this.init.pluginsDir, PLUGINS_MOUNT);
-    args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', '/usr/bin/sleep', 'infinity');
-    return args;
-  }
-
   private boot(reason: string, imageNote?: string): Promise<void> {
     if (this.booting) return this.booting;
     this.booting = this.bootOnce(reason, imageNote).finally(() => {
@@ -230,27 +296,28 @@ export class LocalDriver implements BoardDriver {
     return this.booting;
   }
 
+  private spawnSandbox(): ChildProcess {
+    const bwrap = hostSupport().bwrap;
+    if (!bwrap || this.base === null) throw new DriverError('driver.sandbox_missing', 'bubblewrap (bwrap) is not installed');
+    const plugins = path.join(path.dirname(this.rootDir), 'plugins');
+    const args = bwrapArgs({ hostname: this.hostname, root: this.rootDir, plugins: isMountPoint(plugins) ? plugins : null, pluginsMount: PLUGINS_MOUNT }, true);
+    const { file, args: argv } = bootArgv(bwrap, this.base, this.cgroups?.prefix() ?? [], args);
+    // A clean environment: nothing of the service's (database URL, admin password) reaches a board.
+    return spawn(file, argv, { stdio: ['pipe', 'ignore', 'pipe', 'pipe'], env: { PATH: PATH_ENV } });
+  }
+
   private async bootOnce(reason: string, imageNote?: string): Promise<void> {
-    ensureMountPoints(this.rootDir);
-    fs.mkdirSync(path.join(this.rootDir, PLUGINS_MOUNT), { recursive: true });
-    // bwrap makes the /usr symlinks itself and refuses to when they are left from the last boot.
-    for (const d of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
-      const p = path.join(this.rootDir, d);
-      if (fs.lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink()) fs.unlinkSync(p);
-    }
-    writeIdentity(this.rootDir, { hostname: this.hostname });
-    const root = fs.realpathSync(this.rootDir);
-    const bwrap = findBwrap();
     let child: ChildProcess;
     if (this.init.sandboxed) {
-      if (!bwrap) throw new DriverError('driver.sandbox_missing', 'bubblewrap (bwrap) is not installed');
-      child = spawn(bwrap, this.bootArgs(root), { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+      child = this.spawnSandbox();
     } else {
       // Unsandboxed (operator opt-in without bubblewrap): the board is a process group on the host,
-      // its members marked by an environment variable.
+      // its members marked by an environment variable; its tree is prepared from the host.
+      ensureMountPoints(this.rootDir);
+      writeIdentity(this.rootDir, { hostname: this.hostname });
       child = spawn('/usr/bin/sleep', ['infinity'], {
         stdio: ['ignore', 'ignore', 'pipe'],
-        cwd: root,
+        cwd: fs.realpathSync(this.rootDir),
         env: { PATH: PATH_ENV, BIANBU_BOARD: this.boardId },
         detached: true,
       });
@@ -259,11 +326,12 @@ export class LocalDriver implements BoardDriver {
     child.stderr?.on('data', (b: Buffer) => {
       stderr = (stderr + b.toString()).slice(-2000);
     });
+    child.stdin?.on('error', () => {});
     const pid = await withTimeout(
       new Promise<number>((resolve, reject) => {
+        child.once('error', reject);
         if (!this.init.sandboxed) {
           child.once('spawn', () => resolve(child.pid ?? 0));
-          child.once('error', reject);
           return;
         }
         let info = '';
@@ -274,8 +342,13 @@ export class LocalDriver implements BoardDriver {
             resolve(JSON.parse(info)['child-pid']);
           } catch {}
         });
-        child.once('error', reject);
         child.once('exit', (code) => reject(new DriverError('driver.failed', `bwrap exited with ${code}: ${stderr.trim()}`)));
+        child.once('spawn', () => {
+          mapUserNamespace(child.pid ?? 0, this.base ?? 0, this.timeoutMs).then(
+            () => child.stdin?.end('go\n'),
+            (err) => reject(new DriverError('driver.failed', (err as Error).message)),
+          );
+        });
       }),
       this.timeoutMs,
       'board boot',
@@ -298,6 +371,9 @@ export class LocalDriver implements BoardDriver {
           await sleep(15);
         }
       }
+      // The board's own files are set up from inside it, as its root: a link the board planted can
+      // only point at another file of the same board.
+      if (this.init.sandboxed) await this.runInBoard(['/bin/sh', '-c', BOOT_SCRIPT, 'boot', this.hostname], 'root', this.timeoutMs);
     } catch (err) {
       child.kill('SIGKILL');
       this.outer = null;
@@ -325,6 +401,7 @@ export class LocalDriver implements BoardDriver {
     const pid = this.initPid;
     const before = this.init.sandboxed && this.nsKey ? (pidsByNamespace(0).get(this.nsKey) ?? []) : [];
     this.expectedExit = true;
+    this.closeSftp();
     // Shells are killed last: their nsenter parents must stay alive to reap the board's processes,
     // which the namespace's death waits for.
     const killPtys = () => {
@@ -358,7 +435,7 @@ export class LocalDriver implements BoardDriver {
     child.kill('SIGKILL');
     await withTimeout(exited, 5000, 'sandbox stop').catch(() => {});
     // The kernel kills the namespace's members asynchronously; wait until they are gone.
-    for (let i = 0; i < 100 && before.some((m) => isAlive(m) && namespaceOf(m) === this.nsKey); i++) await sleep(10);
+    for (let i = 0; i < 200 && before.some((m) => isAlive(m) && namespaceOf(m) === this.nsKey); i++) await sleep(10);
     killPtys();
     this.outer = null;
     this.initPid = 0;
@@ -368,39 +445,13 @@ export class LocalDriver implements BoardDriver {
   private enter(user: string, cwd: string): { file: string; args: string[] } {
     const u = BOARD_USERS.find((x) => x.name === user);
     if (!u) throw new DriverError('driver.failed', `Unknown board user ${user}`);
-    const privs = [
-      ...(u.uid ? [`--reuid=${u.uid}`, `--regid=${u.gid}`, '--init-groups'] : []),
-      '--bounding-set=-all',
-      '--inh-caps=-all',
-      '--no-new-privs',
-      '--',
-    ];
     if (!this.init.sandboxed) {
       const hostCwd = path.join(fs.realpathSync(this.rootDir), cwd);
+      const privs = [...(u.uid ? [`--reuid=${u.uid}`, `--regid=${u.gid}`, '--init-groups'] : []), '--bounding-set=-all', '--inh-caps=-all', '--no-new-privs', '--'];
       return { file: '/usr/bin/env', args: ['-C', hostCwd, '--', '/usr/bin/setpriv', ...privs] };
     }
     if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
-    return {
-      file: 'nsenter',
-      args: [
-        '-t',
-        String(this.initPid),
-        '-m',
-        '-u',
-        '-i',
-        '-n',
-        '-p',
-        '-r',
-        '-w',
-        '--',
-        '/usr/bin/env',
-        '-C',
-        cwd,
-        '--',
-        '/usr/bin/setpriv',
-        ...privs,
-      ],
-    };
+    return enterArgv(this.initPid, u, cwd, this.cgroups?.prefix() ?? [], this.userns);
   }
 
   private shellEnv(user: string, extra: Record<string, string>): Record<string, string> {
@@ -451,8 +502,8 @@ export class LocalDriver implements BoardDriver {
 
   /** Runs argv inside the board (no shell involved) and answers stdout. */
   private runInBoard(argv: string[], user: string, timeoutMs: number, maxBuffer = 1024 * 1024): Promise<string> {
-    const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
-    const { file, args } = this.enter(user, u.home);
+    // From /, not the user's home: a board whose /root was removed still answers probes.
+    const { file, args } = this.enter(user, '/');
     return new Promise((resolve, reject) => {
       execFile(
         file,
@@ -469,16 +520,48 @@ export class LocalDriver implements BoardDriver {
     });
   }
 
-  private cores(): number {
-    const host = os.availableParallelism();
-    return Math.max(1, Math.min(this.init.cores ?? host, host));
+  // ---- files: an SFTP server inside the board ---------------------------------------------------
+
+  /** The board's file server: one sftp-server process inside the board, started on first need. */
+  private sftpSession(): Promise<SFTPWrapper> {
+    if (this.sftp && this.sftp.child.exitCode === null && this.sftp.child.signalCode === null) return this.sftp.session;
+    const server = hostSupport().sftpServer;
+    if (!server) return Promise.reject(new DriverError('capability.unsupported', 'OpenSSH sftp-server is not installed on this host'));
+    if (!this.running) return Promise.reject(new DriverError('board.not_running', 'The board is not running'));
+    const { file, args } = this.enter('root', '/');
+    const child = spawn(file, [...args, server], { stdio: ['pipe', 'pipe', 'ignore'], env: { PATH: PATH_ENV, HOME: '/root' } });
+    const session = openSftpOverStdio({ stdin: child.stdin, stdout: child.stdout, kill: () => child.kill('SIGKILL') });
+    const entry = { session, child };
+    this.sftp = entry;
+    child.once('exit', () => {
+      if (this.sftp === entry) this.sftp = null;
+    });
+    session.catch(() => {
+      if (this.sftp === entry) this.sftp = null;
+      child.kill('SIGKILL');
+    });
+    return session;
   }
 
-  private diskTotal(): number {
-    return this.init.options.diskQuotaMb * 1024 * 1024;
+  private closeSftp(): void {
+    const s = this.sftp;
+    this.sftp = null;
+    s?.child.kill('SIGKILL');
+  }
+
+  /** Temporary files of uploads a crash interrupted are removed (inside the board) when it is up again. */
+  private async sweepUploads(): Promise<void> {
+    try {
+      const { removed } = await this.journal.sweep(await this.sftpSession());
+      if (removed.length) this.init.log?.('removed interrupted uploads', { boardId: this.boardId, files: removed.length });
+    } catch (err) {
+      this.init.log?.('could not sweep interrupted uploads', { boardId: this.boardId, err: (err as Error).message });
+    }
   }
 
   private async diskUsed(): Promise<number> {
+    const measured = await this.diskImage?.usage().catch(() => null);
+    if (measured) return measured.used;
     const now = Date.now();
     if (!this.disk || now >= this.disk.at) {
       // Refreshed every couple of minutes, each board at its own moment so a large lab never walks
@@ -495,8 +578,8 @@ export class LocalDriver implements BoardDriver {
     for (const name of fs.readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
       try {
-        if (fs.readFileSync(`/proc/${name}/environ`, 'latin1').includes(`\0BIANBU_BOARD=${this.boardId}\0`)) out.push(Number(name));
-        else if (fs.readFileSync(`/proc/${name}/environ`, 'latin1').startsWith(`BIANBU_BOARD=${this.boardId}\0`)) out.push(Number(name));
+        const env = fs.readFileSync(`/proc/${name}/environ`, 'latin1');
+        if (env.includes(`\0BIANBU_BOARD=${this.boardId}\0`) || env.startsWith(`BIANBU_BOARD=${this.boardId}\0`)) out.push(Number(name));
       } catch {}
     }
     return out;
@@ -518,13 +601,14 @@ export class LocalDriver implements BoardDriver {
         net = parseNetDev(await fs.promises.readFile(`/proc/${this.initPid}/net/dev`, 'utf8'));
       } catch {}
     }
+    const image = await this.diskImage?.usage().catch(() => null);
     return {
       at,
       cpuPercent: Math.round(cpuPercent * 100) / 100,
       memUsed: rssBytes,
       memTotal: this.init.options.memoryMb * 1024 * 1024,
-      diskUsed: await this.diskUsed(),
-      diskTotal: this.diskTotal(),
+      diskUsed: image ? image.used : await this.diskUsed(),
+      diskTotal: image ? image.total : this.diskTotal(),
       netRx: net.rx,
       netTx: net.tx,
     };
@@ -547,6 +631,7 @@ export class LocalDriver implements BoardDriver {
       if (!fs.existsSync(path.join(fresh, 'etc/passwd'))) {
         throw new DriverError('flash.image_invalid', 'Image has no /etc/passwd: not a board root file system');
       }
+      if (this.base !== null) shiftOwnership(fresh, this.base);
       onProgress({ phase: 'booting', percent: 95 });
     }, `flash ${path.basename(image)}`);
     onProgress({ phase: 'done', percent: 100 });
@@ -554,34 +639,32 @@ export class LocalDriver implements BoardDriver {
 
   async restoreDefault(): Promise<void> {
     await this.swapRoot(async (fresh) => {
-      fs.rmSync(fresh, { recursive: true, force: true });
-      createDefaultRoot(fresh, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
+      if (this.init.sandboxed) await this.populateDefault(fresh);
+      else {
+        fs.rmSync(fresh, { recursive: true, force: true });
+        createDefaultRoot(fresh, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
+      }
     }, 'default image');
   }
 
   /**
-   * Builds a new root beside the current one, then stops the board, swaps the directories with
-   * renames and boots. A failure while building leaves the old root and a running board.
+   * Builds a new root beside the current one (a fresh directory or disk image no board process can
+   * see), then stops the board, swaps the new root in and boots. A failure while building leaves the
+   * old root and a running board.
    */
   private async swapRoot(build: (fresh: string) => Promise<void>, note: string): Promise<void> {
     if (this.swapping) throw new DriverError('board.busy', 'The board is already being flashed');
+    await this.started.catch(() => {});
     this.swapping = true;
-    const suffix = crypto.randomBytes(4).toString('hex');
-    const fresh = path.join(this.init.boardDir, `root.new-${suffix}`);
-    const old = path.join(this.init.boardDir, `root.old-${suffix}`);
     try {
-      try {
-        await build(fresh);
-      } catch (err) {
-        await fs.promises.rm(fresh, { recursive: true, force: true });
-        throw err;
-      }
-      this.serial.write(`\n[ writing image: ${note} ]\n`);
-      await this.killSandbox();
-      await fs.promises.rename(this.rootDir, old);
-      await fs.promises.rename(fresh, this.rootDir);
+      const disk =
+        this.diskImage ??
+        new BoardDisk({ boardDir: this.init.boardDir, mountAt: this.rootDir, sizeMb: this.init.options.diskQuotaMb, ownerBase: 0, loop: false });
+      await disk.replace(build, async () => {
+        this.serial.write(`\n[ writing image: ${note} ]\n`);
+        await this.killSandbox();
+      });
       this.disk = null;
-      void fs.promises.rm(old, { recursive: true, force: true });
     } finally {
       this.swapping = false;
       if (!this.stopping && !this.running) await this.boot(`boot after ${note}`, note);
@@ -611,16 +694,30 @@ export class LocalDriver implements BoardDriver {
     if (!this.init.sandboxed) throw new DriverError('capability.unsupported', 'Ports need a sandboxed board');
     if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new DriverError('driver.failed', 'Bad port');
-    // A relay inside the board's network namespace; node is the host's binary, only the network
-    // namespace is entered.
+    // A relay inside the board's network namespace, as the board's own host uid and in its cgroups;
+    // node is the host's binary, only the network namespace is entered.
     const relay =
       "const s=require('net').connect(+process.argv[1],'127.0.0.1');" +
       "s.on('connect',()=>{process.stderr.write('ok\\n');process.stdin.pipe(s);s.pipe(process.stdout);});" +
       "s.on('error',e=>{process.stderr.write('err '+e.code+'\\n');process.exit(1)});" +
       "s.on('close',()=>process.exit(0));process.stdin.on('end',()=>s.end());";
-    const child = spawn('nsenter', [`--net=/proc/${this.initPid}/ns/net`, '--', process.execPath, '-e', relay, String(port)], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const argv = [
+      ...(this.cgroups?.prefix() ?? []),
+      '/usr/bin/nsenter',
+      `--net=/proc/${this.initPid}/ns/net`,
+      '--',
+      '/usr/bin/setpriv',
+      `--reuid=${this.base}`,
+      `--regid=${this.base}`,
+      '--clear-groups',
+      '--no-new-privs',
+      '--',
+      process.execPath,
+      '-e',
+      relay,
+      String(port),
+    ];
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: PATH_ENV } });
     await withTimeout(
       new Promise<void>((resolve, reject) => {
         let err = '';
@@ -643,6 +740,18 @@ export class LocalDriver implements BoardDriver {
     return duplex;
   }
 }
+
+/**
+ * Run inside a booted board as its root: the hostname files follow the board's name, and the
+ * sticky scratch directories exist. $1 is the hostname. Whatever the board's user did to these paths
+ * (a link, a directory in the way) only makes a step fail inside the board; the board still boots.
+ */
+const BOOT_SCRIPT = [
+  'mkdir -p /tmp /var/tmp 2>/dev/null; chmod 1777 /tmp /var/tmp 2>/dev/null',
+  'printf "%s\\n" "$1" > /etc/hostname 2>/dev/null',
+  'printf "127.0.0.1\\tlocalhost\\n127.0.1.1\\t%s\\n::1\\tlocalhost ip6-localhost\\n" "$1" > /etc/hosts 2>/dev/null',
+  'exit 0',
+].join('\n');
 
 /** A zombie is dead for our purposes: it runs nothing and only waits to be reaped. */
 function isAlive(pid: number): boolean {

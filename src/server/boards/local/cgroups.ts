@@ -1,0 +1,129 @@
+// Kernel-enforced limits of one local board: memory, process count and CPU, from its declared size.
+// Lifecycle: `create()` before the board boots (idempotent), every process that enters the board —
+// the sandbox itself, shells, the file server, plugin calls — joins the board's cgroups before it
+// execs (`prefix()`), so nothing a board runs escapes its limits; `destroy()` after the board stopped.
+// A board that reaches a limit gets the normal Linux answer (fork fails with EAGAIN, the OOM killer
+// kills one of its own processes); the service and other boards are untouched.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CgroupController, HostSupport } from './host-support.ts';
+
+export interface BoardLimits {
+  memoryBytes: number;
+  pids: number;
+  cpus: number;
+}
+
+type Name = 'memory' | 'pids' | 'cpu';
+
+const CPU_PERIOD_US = 100_000;
+
+export class BoardCgroups {
+  private readonly dirs = new Map<Name, { dir: string; c: CgroupController }>();
+  /** Limits that could not be set on this host, with the reason (reported once by the driver). */
+  readonly failures: string[] = [];
+
+  constructor(
+    private readonly name: string,
+    support: HostSupport['cgroups'],
+    private readonly limits: BoardLimits,
+  ) {
+    for (const n of ['memory', 'pids', 'cpu'] as const) {
+      const c = support[n];
+      if (c) this.dirs.set(n, { dir: path.join(c.base, name), c });
+    }
+  }
+
+  /** Which limits hold for this board. */
+  get enforced(): Name[] {
+    return [...this.dirs.keys()];
+  }
+
+  create(): void {
+    for (const [n, { dir, c }] of [...this.dirs]) {
+      try {
+        if (c.version === 2) enableV2(path.dirname(dir));
+        fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+        this.apply(n, dir, c.version);
+      } catch (err) {
+        this.dirs.delete(n);
+        this.failures.push(`${n}: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  private apply(n: Name, dir: string, version: 1 | 2): void {
+    const w = (file: string, value: string | number) => fs.writeFileSync(path.join(dir, file), String(value));
+    const { memoryBytes, pids, cpus } = this.limits;
+    if (version === 1) {
+      if (n === 'memory') {
+        // memsw (memory + swap) must stay >= the memory limit: raise it first when it exists.
+        const memsw = fs.existsSync(path.join(dir, 'memory.memsw.limit_in_bytes'));
+        if (memsw) w('memory.memsw.limit_in_bytes', -1);
+        w('memory.limit_in_bytes', memoryBytes);
+        if (memsw) w('memory.memsw.limit_in_bytes', memoryBytes);
+      } else if (n === 'pids') w('pids.max', pids);
+      else {
+        w('cpu.cfs_period_us', CPU_PERIOD_US);
+        w('cpu.cfs_quota_us', Math.round(cpus * CPU_PERIOD_US));
+      }
+      return;
+    }
+    if (n === 'memory') {
+      w('memory.max', memoryBytes);
+      if (fs.existsSync(path.join(dir, 'memory.swap.max'))) w('memory.swap.max', 0);
+    } else if (n === 'pids') w('pids.max', pids);
+    else w('cpu.max', `${Math.round(cpus * CPU_PERIOD_US)} ${CPU_PERIOD_US}`);
+  }
+
+  /** The `cgroup.procs` files a process writes its pid into to join the board. */
+  private procsFiles(): string[] {
+    const seen = new Set<string>();
+    for (const { dir } of this.dirs.values()) seen.add(path.join(dir, 'cgroup.procs'));
+    return [...seen];
+  }
+
+  /**
+   * argv prefix that makes the following command join the board's cgroups and then exec it; a
+   * process that cannot join does not run (exit 125), so nothing runs in a board unconfined.
+   */
+  prefix(): string[] {
+    const files = this.procsFiles();
+    if (!files.length) return [];
+    const quoted = files.map((f) => `'${f.replaceAll("'", `'\\''`)}'`).join(' ');
+    return ['/bin/sh', '-c', `for f in ${quoted}; do echo $$ > "$f" || exit 125; done; exec "$@"`, 'bianbu-join'];
+  }
+
+  /** Memory the board's processes use now (page cache included), or null without a memory cgroup. */
+  memoryUsage(): number | null {
+    const m = this.dirs.get('memory');
+    if (!m) return null;
+    try {
+      const file = m.c.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';
+      return Number(fs.readFileSync(path.join(m.dir, file), 'utf8').trim());
+    } catch {
+      return null;
+    }
+  }
+
+  /** Removes the board's cgroups once its processes are gone. */
+  destroy(): void {
+    for (const { dir } of this.dirs.values()) {
+      try {
+        fs.rmdirSync(dir);
+      } catch {
+        // Still populated (processes exiting): the next create() reuses it.
+      }
+    }
+  }
+}
+
+function enableV2(base: string): void {
+  const parent = path.dirname(base);
+  fs.mkdirSync(base, { recursive: true });
+  for (const dir of [parent, base]) {
+    const have = fs.readFileSync(path.join(dir, 'cgroup.subtree_control'), 'utf8');
+    const want = ['memory', 'pids', 'cpu'].filter((c) => !have.includes(c));
+    if (want.length) fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), want.map((c) => `+${c}`).join(' '));
+  }
+}
