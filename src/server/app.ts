@@ -11,6 +11,7 @@ import { migrate, openStorage, type Storage } from './db/client.ts';
 import type { Feature } from './feature.ts';
 import { features as defaultFeatures } from './features.ts';
 import { registerCalls } from './http/register.ts';
+import { trustProxyOption } from './http/trusted-proxies.ts';
 import { installEnvelope } from './plugins/envelope.ts';
 import { installStatic } from './plugins/static.ts';
 
@@ -29,7 +30,8 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: config.LOG_LEVEL },
     bodyLimit: config.BIANBU_BODY_LIMIT,
-    trustProxy: true,
+    // X-Forwarded-* only from the configured proxies; from anyone else the socket is the client.
+    trustProxy: trustProxyOption(config.BIANBU_TRUSTED_PROXIES),
     forceCloseConnections: true,
   });
   const storage =

@@ -2,6 +2,7 @@
 // line naming the variable and what is wrong with it.
 import path from 'node:path';
 import { z } from 'zod';
+import { invalidProxyEntry, parseTrustedProxies } from './http/trusted-proxies.ts';
 
 const bool = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off', ''])
@@ -21,6 +22,18 @@ const configSchema = z.object({
   BIANBU_PUBLIC_URL: z.string().url('must be an absolute URL such as http://localhost:8080').optional(),
   /** Extra origins allowed to open the realtime socket, comma separated. */
   BIANBU_ALLOWED_ORIGINS: z.string().default(''),
+  /**
+   * Reverse proxies whose X-Forwarded-For/-Proto/-Host are believed: addresses or CIDR ranges,
+   * comma separated. Empty: none, the socket address is the client.
+   */
+  BIANBU_TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .refine((v) => invalidProxyEntry(v) === undefined, {
+      error: (issue) =>
+        `"${invalidProxyEntry(String(issue.input))}" is not an IP address or CIDR range (list them comma separated)`,
+    })
+    .transform(parseTrustedProxies),
   /** Heart-beat interval the realtime server asks of clients (spec: 20000); silence of twice that ends a session. */
   BIANBU_STOMP_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
   BIANBU_ROUTE_SET: z.enum(['full', 'reduced']).default('full'),

@@ -40,7 +40,7 @@ describe('identity administration', () => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/api/user/login',
-      headers: { 'x-forwarded-for': `198.51.100.${crypto.randomInt(1, 250)}` },
+      remoteAddress: `198.51.100.${crypto.randomInt(1, 250)}`,
       payload: { username: encrypt(username), password: encrypt(password) },
     });
     expect(res.json().code, res.body).toBe(20000);

@@ -94,7 +94,7 @@ describe('identity: sign-in flows, tokens, API keys and avatar', () => {
     t.app.inject({
       method: 'POST',
       url: '/api/user/login',
-      headers: { 'x-forwarded-for': ip },
+      remoteAddress: ip,
       payload: { username: encrypt(username), password: encrypt(password) },
     });
 
@@ -272,14 +272,16 @@ describe('identity: sign-in flows, tokens, API keys and avatar', () => {
       t.app.inject({
         method: 'POST',
         url: '/api/user/phone-code',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
+        remoteAddress: ip,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
         payload: new URLSearchParams({ phone }).toString(),
       });
     const phoneLogin = (phone: string, code: string, ip = freshIp()) =>
       t.app.inject({
         method: 'POST',
         url: '/api/user/phone-login',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
+        remoteAddress: ip,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
         payload: new URLSearchParams({ phone, code }).toString(),
       });
 
@@ -347,7 +349,7 @@ describe('identity: sign-in flows, tokens, API keys and avatar', () => {
       t.app.inject({
         method: 'POST',
         url: '/api/thridparty/rainier_login',
-        headers: { 'x-forwarded-for': ip },
+        remoteAddress: ip,
         payload: { sequenceCode },
       });
 

@@ -57,6 +57,38 @@ export function consoleRedirectAllowed(
   return origin !== undefined && u.origin === origin;
 }
 
+/**
+ * The origin the provider believes it is served from: BIANBU_PUBLIC_URL when it is configured;
+ * otherwise the request's own scheme and host as Fastify sees them, which are the socket's and the
+ * Host header's unless the socket peer is a trusted proxy (BIANBU_TRUSTED_PROXIES), whose
+ * X-Forwarded-Proto and -Host then count.
+ */
+export function providerOrigin(
+  req: Pick<FastifyRequest, 'protocol' | 'host'>,
+  publicUrl: string | undefined,
+): { protocol: string; host: string } {
+  if (publicUrl) {
+    const u = new URL(publicUrl);
+    return { protocol: u.protocol.replace(/:$/, ''), host: u.host };
+  }
+  return { protocol: req.protocol, host: req.host };
+}
+
+/**
+ * Overwrites the forwarded headers of a request bound for the provider with what this service
+ * decided (origin above, client address from Fastify's trust-aware `req.ip`). The provider (koa, with
+ * `proxy` on) reads only these: a client's own X-Forwarded-* never reach it.
+ */
+function pinForwardedHeaders(req: FastifyRequest, publicUrl: string | undefined): void {
+  const { protocol, host } = providerOrigin(req, publicUrl);
+  const ip = req.ip;
+  const headers = req.raw.headers;
+  delete headers.forwarded;
+  headers['x-forwarded-proto'] = protocol;
+  headers['x-forwarded-host'] = host;
+  headers['x-forwarded-for'] = ip;
+}
+
 export interface EmbeddedIdp {
   provider: Provider;
   issuer: string;
@@ -162,6 +194,8 @@ export async function mountEmbeddedIdp(
   };
 
   const provider = new Provider(issuer, configuration);
+  // koa reads the scheme, host and client address from X-Forwarded-*, which pinForwardedHeaders
+  // writes for every /idp request: behind a TLS proxy the provider still knows it is https.
   provider.proxy = true;
   provider.on('server_error', (_ctx, err) => app.log.error({ err }, 'sign-in provider failure'));
 
@@ -171,11 +205,15 @@ export async function mountEmbeddedIdp(
   const publicConfigured = app.config.BIANBU_PUBLIC_URL;
   provider.Client.prototype.redirectUriAllowed = function redirectUriAllowed(value: string) {
     const ctx = Provider.ctx;
-    // Koa's ctx.origin is not reliable here (null); build it from protocol and host (proxy-aware).
+    // Koa's ctx.origin is not reliable here (null); build it from protocol and host (pinned above).
     return consoleRedirectAllowed(value, publicConfigured, ctx ? `${ctx.protocol}://${ctx.host}` : undefined);
   };
 
   const callback = provider.callback();
+  app.addHook('onRequest', async (req) => {
+    if (req.url === IDP_PREFIX || req.url.startsWith(`${IDP_PREFIX}/`) || req.url.startsWith(`${IDP_PREFIX}?`))
+      pinForwardedHeaders(req, publicConfigured);
+  });
   await app.register(async (scope) => {
     // The provider parses its own request bodies: Fastify must leave the stream unread here.
     scope.removeAllContentTypeParsers();
