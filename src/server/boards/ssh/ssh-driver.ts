@@ -1,59 +1,38 @@
 // A real board reached over SSH. Lifecycle: `start()` only prepares the pool (an unreachable board
 // must not hold up the service; the health prober finds out), every call takes a pooled connection
-// and has a timeout. Shell: an SSH PTY. Files: SFTP, resolved with the server's realpath and kept
-// inside the configured root by comparing path components. Metrics: /proc over an exec channel.
+// and has a timeout. Shell: an SSH PTY. Files: SFTP through the shared implementation (sftp-files.ts),
+// kept inside the configured root; a journal, when given, is swept on the first SFTP session after
+// start. Metrics: /proc over an exec channel.
 // Serial console, power reset, flash, reimage and plugins: argv commands from the lab file, quoted for
 // the remote shell.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Duplex, Readable, Writable } from 'node:stream';
-import type { ClientChannel, FileEntryWithStats, SFTPWrapper, Stats } from 'ssh2';
+import type { Duplex } from 'node:stream';
+import type { ClientChannel, SFTPWrapper } from 'ssh2';
 import type { SshDriverOptions } from '#shared/boards.ts';
 import {
   type BoardDriver,
   Capability,
   DriverError,
-  type FileEntry,
   type FlashProgress,
   type MetricsSample,
   type PtyHandle,
   type PtySize,
 } from '../driver.ts';
-import { boardPathOf, isWithin, normaliseBoardPath } from '../paths.ts';
+import { sftpCall, sftpError, sftpFiles } from '../sftp/sftp-files.ts';
+import type { TempJournal } from '../sftp/temp-journal.ts';
 import { withTimeout } from '../util.ts';
 import { SshPool } from './pool.ts';
 import { shCommand, shQuote } from './quote.ts';
-
-const S_IFMT = 0o170000;
-const S_IFDIR = 0o040000;
-const S_IFREG = 0o100000;
-const S_IFLNK = 0o120000;
-const DEFAULT_READ_MAX = 16 * 1024 * 1024;
 
 export interface SshBoardInit {
   boardId: string;
   name: string;
   options: SshDriverOptions;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
-}
-
-function typeOf(mode: number): FileEntry['type'] {
-  const t = mode & S_IFMT;
-  return t === S_IFDIR ? 'dir' : t === S_IFREG ? 'file' : t === S_IFLNK ? 'symlink' : 'other';
-}
-
-/** SFTP status codes (draft-ietf-secsh-filexfer) to our keys. */
-function sftpError(err: unknown, p: string): DriverError {
-  if (err instanceof DriverError) return err;
-  const code = (err as { code?: number }).code;
-  if (code === 2) return new DriverError('path.not_found', `No such file: ${p}`);
-  if (code === 3) return new DriverError('path.denied', `Not permitted: ${p}`);
-  return new DriverError('driver.failed', `${(err as Error).message} (${p})`);
-}
-
-function sftpCall<T>(fn: (cb: (err: Error | null | undefined, v: T) => void) => void): Promise<T> {
-  return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
+  /** Temporary files of writes in progress, kept on the host; swept after a crash of the service. */
+  journal?: TempJournal;
 }
 
 export class SshDriver implements BoardDriver {
@@ -61,7 +40,9 @@ export class SshDriver implements BoardDriver {
   readonly boardId: string;
   private readonly pool: SshPool;
   private readonly o: SshDriverOptions;
-  private rootReal: string | null = null;
+  private readonly log?: SshBoardInit['log'];
+  private readonly journal?: TempJournal;
+  private swept: Promise<void> | null = null;
   private lastCpu: { busy: number; total: number } | null = null;
   private readonly open = new Set<ClientChannel>();
   readonly files: BoardDriver['files'];
@@ -69,8 +50,36 @@ export class SshDriver implements BoardDriver {
   constructor(init: SshBoardInit) {
     this.boardId = init.boardId;
     this.o = init.options;
+    this.log = init.log;
+    this.journal = init.journal;
     this.pool = new SshPool(init.options, init.log);
-    this.files = this.makeFiles();
+    this.files = sftpFiles({
+      sftp: () => this.sftp(),
+      rootDir: this.o.rootDir,
+      timeoutMs: this.o.timeoutMs,
+      journal: init.journal,
+    });
+  }
+
+  /**
+   * A pooled SFTP session. The first one after start also sweeps the temporary files a crashed run
+   * left (start() itself must not wait for the board); a failed sweep is tried again next start.
+   */
+  private async sftp(): Promise<SFTPWrapper> {
+    const sftp = await this.pool.sftp();
+    if (this.journal) {
+      const journal = this.journal;
+      this.swept ??= withTimeout(journal.sweep(sftp), this.o.timeoutMs, 'upload sweep').then(
+        ({ removed }) => {
+          if (removed.length) {
+            this.log?.('removed temporary files of interrupted uploads', { files: removed.length });
+          }
+        },
+        (err) => this.log?.('could not sweep interrupted uploads', { err: (err as Error).message }),
+      );
+      await this.swept;
+    }
+    return sftp;
   }
 
   capabilities(): ReadonlySet<Capability> {
@@ -96,6 +105,7 @@ export class SshDriver implements BoardDriver {
   }
 
   async start(): Promise<void> {
+    this.swept = null;
     this.pool.reopen();
   }
 
@@ -226,225 +236,6 @@ export class SshDriver implements BoardDriver {
       release();
       throw err;
     }
-  }
-
-  // ---- files ----------------------------------------------------------------------------------
-
-  private async root(sftp: SFTPWrapper): Promise<string> {
-    this.rootReal ??= await sftpCall<string>((cb) => sftp.realpath(this.o.rootDir, cb)).catch((err) => {
-      throw new DriverError('driver.failed', `The board's root directory is not usable: ${(err as Error).message}`);
-    });
-    return this.rootReal;
-  }
-
-  private toBoard(root: string, real: string): string {
-    return boardPathOf(path.posix.relative(root, real).split('/').filter(Boolean));
-  }
-
-  /** The server's realpath of an existing board path, refused unless inside the root. */
-  private async real(sftp: SFTPWrapper, p: string): Promise<{ real: string; board: string }> {
-    const comps = normaliseBoardPath(p);
-    const root = await this.root(sftp);
-    const real = await sftpCall<string>((cb) => sftp.realpath(path.posix.join(root, ...comps), cb)).catch((err) => {
-      throw sftpError(err, boardPathOf(comps));
-    });
-    if (!isWithin(root, real)) throw new DriverError('path.outside_root', 'Path leaves the board root');
-    // realpath of a missing file may still answer; existence is checked by the operation itself.
-    return { real, board: this.toBoard(root, real) };
-  }
-
-  /** The resolved parent directory and the final name (not followed). */
-  private async parentOf(sftp: SFTPWrapper, p: string): Promise<{ real: string; board: string; name: string }> {
-    const comps = normaliseBoardPath(p);
-    if (!comps.length) throw new DriverError('path.invalid', 'The board root itself cannot be replaced');
-    const parent = await this.real(sftp, boardPathOf(comps.slice(0, -1)));
-    const name = comps[comps.length - 1];
-    return { real: path.posix.join(parent.real, name), board: path.posix.join(parent.board, name), name };
-  }
-
-  private async lstatOrNull(sftp: SFTPWrapper, p: string): Promise<Stats | null> {
-    return sftpCall<Stats>((cb) => sftp.lstat(p, cb)).catch(() => null);
-  }
-
-  /** Where a write lands: through a symlink at the final name (if it resolves inside), else the name. */
-  private async writeTarget(sftp: SFTPWrapper, p: string): Promise<{ real: string; board: string; mode: number }> {
-    const t = await this.parentOf(sftp, p);
-    const st = await this.lstatOrNull(sftp, t.real);
-    if (st && (st.mode & S_IFMT) === S_IFLNK) {
-      const r = await this.real(sftp, p);
-      const target = await this.lstatOrNull(sftp, r.real);
-      if (target && (target.mode & S_IFMT) === S_IFDIR) throw new DriverError('path.is_a_directory', `Is a directory: ${r.board}`);
-      return { ...r, mode: target ? target.mode & 0o7777 : 0o644 };
-    }
-    if (st && (st.mode & S_IFMT) === S_IFDIR) throw new DriverError('path.is_a_directory', `Is a directory: ${t.board}`);
-    return { real: t.real, board: t.board, mode: st ? st.mode & 0o7777 : 0o644 };
-  }
-
-  private async renameOver(sftp: SFTPWrapper, from: string, to: string): Promise<void> {
-    // posix-rename@openssh.com replaces the target in one step; plain SFTP rename refuses an existing one.
-    await sftpCall<void>((cb) => sftp.ext_openssh_rename(from, to, (err) => cb(err, undefined))).catch(async (err) => {
-      if (!/not supported/i.test(String((err as Error).message))) throw err;
-      // Without the extension the replacement is not atomic: the old target goes first.
-      await sftpCall<void>((cb) => sftp.unlink(to, () => cb(null, undefined)));
-      await sftpCall<void>((cb) => sftp.rename(from, to, (e) => cb(e, undefined)));
-    });
-  }
-
-  private t<T>(work: Promise<T>, what: string): Promise<T> {
-    return withTimeout(work, this.o.timeoutMs, what);
-  }
-
-  private makeFiles(): BoardDriver['files'] {
-    const entry = (name: string, board: string, a: Stats): FileEntry => ({
-      name,
-      path: board,
-      type: typeOf(a.mode),
-      size: Number(a.size),
-      mtimeMs: a.mtime * 1000,
-      mode: a.mode,
-    });
-    const removeTree = async (sftp: SFTPWrapper, dir: string): Promise<void> => {
-      const list = await sftpCall<FileEntryWithStats[]>((cb) => sftp.readdir(dir, cb));
-      for (const e of list) {
-        const p = path.posix.join(dir, e.filename);
-        if ((e.attrs.mode & S_IFMT) === S_IFDIR) await removeTree(sftp, p);
-        else await sftpCall<void>((cb) => sftp.unlink(p, (err) => cb(err, undefined)));
-      }
-      await sftpCall<void>((cb) => sftp.rmdir(dir, (err) => cb(err, undefined)));
-    };
-    // Every call: one pooled SFTP session, the driver's timeout, and SFTP errors worded for the board path.
-    const op = <T,>(what: string, fn: (sftp: SFTPWrapper) => Promise<T>) => this.t(this.pool.sftp().then(fn), what);
-    const at = <T,>(board: string, call: Promise<T>) =>
-      call.catch((err) => {
-        throw sftpError(err, board);
-      });
-    // Temporary files sit beside their target so the final rename stays on one filesystem.
-    const tmpBeside = (real: string) =>
-      path.posix.join(path.posix.dirname(real), `.${path.posix.basename(real).slice(0, 200)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
-    return {
-      list: (dir) =>
-        op('list', async (sftp) => {
-          const r = await this.real(sftp, dir);
-          const list = await at(r.board, sftpCall<FileEntryWithStats[]>((cb) => sftp.readdir(r.real, cb)));
-          return list
-            .map((e) => entry(e.filename, path.posix.join(r.board, e.filename), e.attrs))
-            .sort((a, b) => Number(b.type === 'dir') - Number(a.type === 'dir') || a.name.localeCompare(b.name));
-        }),
-      stat: (p) =>
-        op('stat', async (sftp) => {
-          const comps = normaliseBoardPath(p);
-          if (!comps.length) {
-            const root = await this.root(sftp);
-            return entry('/', '/', await sftpCall<Stats>((cb) => sftp.stat(root, cb)));
-          }
-          const t = await this.parentOf(sftp, p);
-          const st = await at(t.board, sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)));
-          return entry(t.name, t.board, st);
-        }),
-      read: (p, maxBytes = DEFAULT_READ_MAX) =>
-        op('read', async (sftp) => {
-          const r = await this.real(sftp, p);
-          const st = await at(r.board, sftpCall<Stats>((cb) => sftp.stat(r.real, cb)));
-          if ((st.mode & S_IFMT) === S_IFDIR) throw new DriverError('path.is_a_directory', `Is a directory: ${r.board}`);
-          if (Number(st.size) > maxBytes) throw new DriverError('file.too_large', `File is larger than ${maxBytes} bytes`);
-          return at(r.board, sftpCall<Buffer>((cb) => sftp.readFile(r.real, cb)));
-        }),
-      write: (p, data) =>
-        op('write', async (sftp) => {
-          const t = await this.writeTarget(sftp, p);
-          const tmp = tmpBeside(t.real);
-          try {
-            await sftpCall<void>((cb) => sftp.writeFile(tmp, data, { mode: t.mode, flag: 'wx' }, (err) => cb(err, undefined)));
-            await this.renameOver(sftp, tmp, t.real);
-          } catch (err) {
-            await sftpCall<void>((cb) => sftp.unlink(tmp, () => cb(null, undefined)));
-            throw sftpError(err, t.board);
-          }
-        }),
-      remove: (p, opts) =>
-        op('remove', async (sftp) => {
-          const t = await this.parentOf(sftp, p);
-          const st = await at(t.board, sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)));
-          try {
-            if ((st.mode & S_IFMT) === S_IFDIR) {
-              if (opts?.recursive) await removeTree(sftp, t.real);
-              else await sftpCall<void>((cb) => sftp.rmdir(t.real, (err) => cb(err, undefined)));
-            } else await sftpCall<void>((cb) => sftp.unlink(t.real, (err) => cb(err, undefined)));
-          } catch (err) {
-            const e = sftpError(err, t.board);
-            throw e.key === 'driver.failed' ? new DriverError('path.exists', `Directory not empty: ${t.board}`) : e;
-          }
-        }),
-      mkdir: (p) =>
-        op('mkdir', async (sftp) => {
-          const t = await this.parentOf(sftp, p);
-          if (await this.lstatOrNull(sftp, t.real)) throw new DriverError('path.exists', `Already exists: ${t.board}`);
-          await at(t.board, sftpCall<void>((cb) => sftp.mkdir(t.real, (err) => cb(err, undefined))));
-        }),
-      rename: (from, to) =>
-        op('rename', async (sftp) => {
-          const a = await this.parentOf(sftp, from);
-          const b = await this.parentOf(sftp, to);
-          await at(a.board, this.renameOver(sftp, a.real, b.real));
-        }),
-      readlink: (p) =>
-        op('readlink', async (sftp) => {
-          // The parent is resolved inside the root like every other call; the link itself is only read.
-          const t = await this.parentOf(sftp, p);
-          const st = await at(t.board, sftpCall<Stats>((cb) => sftp.lstat(t.real, cb)));
-          if ((st.mode & S_IFMT) !== S_IFLNK) throw new DriverError('path.invalid', `Not a symbolic link: ${t.board}`);
-          return at(t.board, sftpCall<string>((cb) => sftp.readlink(t.real, cb)));
-        }),
-      createReadStream: (p) =>
-        this.t(
-          (async (): Promise<Readable> => {
-            const sftp = await this.pool.sftp();
-            const r = await this.real(sftp, p);
-            const st = await at(r.board, sftpCall<Stats>((cb) => sftp.stat(r.real, cb)));
-            if ((st.mode & S_IFMT) === S_IFDIR) throw new DriverError('path.is_a_directory', `Is a directory: ${r.board}`);
-            return sftp.createReadStream(r.real);
-          })(),
-          'read stream',
-        ),
-      createWriteStream: (p) =>
-        op('write stream', async (sftp) => {
-          const t = await this.writeTarget(sftp, p);
-          const tmp = tmpBeside(t.real);
-          const stream: Writable = sftp.createWriteStream(tmp, { flags: 'wx', mode: t.mode });
-          // ssh2 emits 'close' only for a clean close (a stream destroyed with an error emits 'error'
-          // instead), and its _final destroys the stream before 'finish', so end()'s callback may never
-          // run: the handle's close is the one signal that every write landed.
-          let failed: Error | null = null;
-          const closed = new Promise<void>((res) => {
-            stream.once('close', () => res());
-            stream.once('error', (err) => {
-              failed = err;
-              res();
-            });
-          });
-          return {
-            stream,
-            commit: async () => {
-              if (!stream.writableEnded) stream.end();
-              await closed;
-              if (failed) throw sftpError(failed, t.board);
-              await at(t.board, this.renameOver(sftp, tmp, t.real));
-            },
-            abort: async () => {
-              stream.destroy();
-              await closed;
-              await sftpCall<void>((cb) => sftp.unlink(tmp, () => cb(null, undefined)));
-            },
-          };
-        }),
-      freeSpace: (p) =>
-        op('free space', async (sftp) => {
-          const r = await this.real(sftp, p);
-          // ssh2 names the statvfs@openssh.com fields f_bavail, f_frsize, f_bsize.
-          const v = await sftpCall<{ f_bavail: number; f_frsize: number; f_bsize: number }>((cb) => sftp.ext_openssh_statvfs(r.real, cb));
-          return Number(v.f_bavail) * Number(v.f_frsize || v.f_bsize);
-        }),
-    };
   }
 
   // ---- metrics, power, flash, plugins -------------------------------------------------------
