@@ -39,7 +39,7 @@ async function makeLocal(): Promise<Fixture> {
   await driver.start();
   const rootHost = fs.realpathSync(driver.rootPath);
   const sibling = `${rootHost}0`;
-  fs.mkdirSync(sibling);
+  fs.mkdirSync(sibling, { recursive: true });
   fs.writeFileSync(path.join(sibling, 'secret'), SECRET);
   return {
     driver,
@@ -48,6 +48,7 @@ async function makeLocal(): Promise<Fixture> {
     siblingSecret: path.join(sibling, 'secret'),
     cleanup: async () => {
       await driver.stop();
+      fs.rmSync(sibling, { recursive: true, force: true });
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -227,13 +228,20 @@ describe.each([
       );
       expect(got).not.toContain(SECRET);
       expect(got).not.toBe(hostPasswd);
-      if (link === 'rel-link') expect(got).toBe('path.outside_root');
+      // ssh: the service resolves links and refuses those leaving the root. local: the board's own file
+      // server resolves them inside the board, where the host file does not exist.
       if (kind === 'ssh') expect(got).toBe('path.outside_root');
+      else if (link !== 'pw-link') expect(got).toBe('path.not_found');
       // A board may write its own /etc/passwd; links that point at host files must fail.
       if (link !== 'pw-link') expect(await errorKey(f.driver.files.write(p(link), 'pwned'))).not.toBe('no error');
     }
     expect(fs.readFileSync(f.siblingSecret, 'utf8')).toBe(SECRET);
-    expect(await errorKey(f.driver.files.write(p('dir-link/escaped'), 'x'))).toBe('path.outside_root');
+    if (kind === 'ssh') expect(await errorKey(f.driver.files.write(p('dir-link/escaped'), 'x'))).toBe('path.outside_root');
+    else {
+      // The climb ends at the board's own /tmp: the write lands there, inside the board.
+      await f.driver.files.write(p('dir-link/escaped'), 'x');
+      expect(fs.readFileSync(path.join(f.rootHost, 'tmp', 'escaped'), 'utf8')).toBe('x');
+    }
     expect(fs.existsSync('/tmp/escaped')).toBe(false);
     // The link itself is the board's: it can be looked at and removed.
     expect((await f.driver.files.stat(p('rel-link'))).type).toBe('symlink');
@@ -252,8 +260,9 @@ describe.each([
     expect(await rl('abs-out')).toBe(f.siblingSecret);
     expect(await rl('rel-out')).toBe(`${climb}${f.siblingSecret.slice(1)}`);
     expect(await rl('dir-out')).toBe(`${climb}tmp`);
-    // Only the last component is left unfollowed: a parent that leaves the root is refused.
-    expect(await errorKey(f.driver.files.readlink(p('links/dir-out/anything')))).toBe('path.outside_root');
+    // Only the last component is left unfollowed: a parent that leaves the root is refused (ssh), or
+    // resolves inside the board, where the climb ends at its own /tmp (local).
+    expect(await errorKey(f.driver.files.readlink(p('links/dir-out/anything')))).toBe(kind === 'ssh' ? 'path.outside_root' : 'path.not_found');
     expect(await errorKey(f.driver.files.readlink(`../${path.basename(path.dirname(f.siblingSecret))}/secret`))).toBe('path.outside_root');
     expect(await errorKey(rl('plain.txt'))).toBe('path.invalid');
     expect(await errorKey(rl('missing'))).toBe('path.not_found');
@@ -351,8 +360,12 @@ describe('a local board sandbox', () => {
     expect(await runInShell(shell, 'ping -c1 -W1 1.1.1.1 >/dev/null 2>&1 && echo reached || echo unreachable')).toBe('unreachable');
   });
 
-  it('runs shells without capabilities and with the host /usr read-only', async () => {
-    expect(await runInShell(shell, "grep CapEff /proc/self/status | tr -d '\\t'")).toBe('CapEff:0000000000000000');
+  it('runs root with a container runtime\'s default capabilities, only inside its user namespace, and the host /usr read-only', async () => {
+    // chown, dac_override, fowner, fsetid, kill, setgid, setuid, setpcap, net_bind_service, net_raw,
+    // sys_chroot, audit_write, setfcap: no sys_admin, no sys_module, no sys_ptrace.
+    expect(await runInShell(shell, "grep CapEff /proc/self/status | tr -d '\\t'")).toBe('CapEff:00000000a00425fb');
+    expect(await runInShell(shell, "grep CapBnd /proc/self/status | tr -d '\\t'")).toBe('CapBnd:00000000a00425fb');
+    expect(await runInShell(shell, 'cat /proc/self/uid_map | tr -s " "')).toMatch(/^ ?0 \d{10} 65536$/);
     expect(await runInShell(shell, 'touch /usr/x 2>&1 || true')).toContain('Read-only file system');
   });
 

@@ -58,13 +58,36 @@ export interface FileLab {
   /** Host directory that is the board's `/`. */
   hostRoot: string;
   boardName: string;
+  /**
+   * True where the board resolves its own links (a local board's file server runs inside it): a link
+   * to a host path is then just a dangling link of the board, answered "not found".
+   */
+  linksResolveInBoard: boolean;
+  /**
+   * Gives what the test wrote from the host side to the board's own users (a local board's root is a
+   * host uid range of its own; files the test made as host root would be nobody's inside).
+   */
+  settle(): void;
   close(): Promise<void>;
+}
+
+/** lchown every entry of `dir` owned by a uid below 65536 into the range starting at `base`. */
+function shiftInto(dir: string, base: number): void {
+  const walk = (p: string) => {
+    const st = fs.lstatSync(p);
+    if (st.uid < 65536 || st.gid < 65536) {
+      fs.lchownSync(p, st.uid < 65536 ? base + st.uid : st.uid, st.gid < 65536 ? base + st.gid : st.gid);
+      if (!st.isSymbolicLink() && st.mode & 0o6000) fs.chmodSync(p, st.mode & 0o7777);
+    }
+    if (st.isDirectory()) for (const n of fs.readdirSync(p)) walk(path.join(p, n));
+  };
+  walk(dir);
 }
 
 /** The service with a lab file declaring exactly `board` (a lab-file declaration object). */
 export async function startLab(
   board: Record<string, unknown>,
-  hostRootOf: (dataDir: string) => string,
+  hostRootOf: (dataDir: string, app: FastifyInstance) => string,
   env: Record<string, string> = {},
 ): Promise<FileLab> {
   const dir = fs.mkdtempSync('/tmp/bianbu-files-lab-');
@@ -76,8 +99,13 @@ export async function startLab(
   await t.app.boards.driver(String(board.id)).probe(20_000);
   return {
     t,
-    hostRoot: hostRootOf(t.dataDir),
+    hostRoot: hostRootOf(t.dataDir, t.app),
     boardName: String(board.name),
+    linksResolveInBoard: board.driver === 'local',
+    settle: () => {
+      const d = t.app.boards.driver(String(board.id)) as { hostUid?: number | null; rootPath?: string };
+      if (d.hostUid && d.rootPath) shiftInto(d.rootPath, d.hostUid);
+    },
     close: async () => {
       await t.close();
       fs.rmSync(dir, { recursive: true, force: true });

@@ -36,7 +36,10 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       url: string,
       payload: Record<string, unknown>,
       headers: Record<string, string> = {},
-    ) => post<T>(lab.t.app, h.user, url, { applyId: h.applyId, ...payload }, headers);
+    ) => {
+      lab.settle();
+      return post<T>(lab.t.app, h.user, url, { applyId: h.applyId, ...payload }, headers);
+    };
 
     beforeAll(async () => {
       lab = await start();
@@ -50,6 +53,7 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
     const writeOnBoard = (p: string, data: string | Buffer) => {
       fs.mkdirSync(path.dirname(onBoard(p)), { recursive: true });
       fs.writeFileSync(onBoard(p), data);
+      lab.settle();
     };
 
     it('lists a folder with folders first and each entry’s size, time and mode', async () => {
@@ -228,23 +232,22 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       const climbs = path.relative(path.join(lab.hostRoot, 'home/user'), outside);
       fs.symlinkSync(climbs, onBoard('/home/user/escape'));
       try {
-        const cases: [string, Record<string, unknown>, string][] = [
-          ['/api/device/file-read', { path: '../../etc/passwd', dir: '/home/user/..' }, 'path.outside_root'],
-          ['/api/device/file-read', { path: '/../../../etc/passwd' }, 'path.outside_root'],
-          ['/api/device/file-browser', { path: '/home/user/escape' }, 'path.outside_root'],
-          ['/api/device/file-read', { path: '/home/user/escape/secret' }, 'path.outside_root'],
-          ['/api/device/file-write', { path: '/home/user/escape/pwned', data: 'x' }, 'path.outside_root'],
-          ['/api/device/remove-file', { path: '/home/user/escape/secret' }, 'path.outside_root'],
-          [
-            '/api/device/file-rename',
-            { path: '/home/user/conflict.txt', to: '/home/user/escape/moved' },
-            'path.outside_root',
-          ],
-          ['/api/device/file-mkdir', { path: '/home/user/escape/newdir' }, 'path.outside_root'],
+        // A link out of the board: where links resolve inside the board (local), it points at a path
+        // the board does not have; where the service resolves them (ssh), it leaves the root.
+        const [escKey, escStatus] = lab.linksResolveInBoard ? ['path.not_found', 404] : ['path.outside_root', 400];
+        const cases: [string, Record<string, unknown>, string, number][] = [
+          ['/api/device/file-read', { path: '../../etc/passwd', dir: '/home/user/..' }, 'path.outside_root', 400],
+          ['/api/device/file-read', { path: '/../../../etc/passwd' }, 'path.outside_root', 400],
+          ['/api/device/file-browser', { path: '/home/user/escape' }, escKey, escStatus],
+          ['/api/device/file-read', { path: '/home/user/escape/secret' }, escKey, escStatus],
+          ['/api/device/file-write', { path: '/home/user/escape/pwned', data: 'x' }, escKey, escStatus],
+          ['/api/device/remove-file', { path: '/home/user/escape/secret' }, escKey, escStatus],
+          ['/api/device/file-rename', { path: '/home/user/conflict.txt', to: '/home/user/escape/moved' }, escKey, escStatus],
+          ['/api/device/file-mkdir', { path: '/home/user/escape/newdir' }, escKey, escStatus],
         ];
-        for (const [url, payload, key] of cases) {
+        for (const [url, payload, key, status] of cases) {
           const res = await call(url, payload);
-          expect(res.status, `${url} ${JSON.stringify(payload)}`).toBe(400);
+          expect(res.status, `${url} ${JSON.stringify(payload)}`).toBe(status);
           expect(res.error, `${url} ${JSON.stringify(payload)}`).toBe(key);
         }
         for (const bad of ['/home/user/a\0b', '/home/user/line\nbreak', `/home/user/${'n'.repeat(256)}`]) {
@@ -252,18 +255,18 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
           expect(res.status, JSON.stringify(bad)).toBe(400);
           expect(res.fields?.[0].path).toBe('path');
         }
-        const dl = await lab.t.app.inject({
+        const dl = await (lab.settle(), lab.t.app).inject({
           method: 'POST',
           url: '/api/device/downloadFile',
           payload: { deviceId: h.deviceId, filePath: '/home/user/escape/secret' },
           headers: { ...h.user.headers, applyaccess: h.applyId },
         });
-        expect(dl.statusCode).toBe(400);
+        expect(dl.statusCode).toBe(escStatus);
         expect(dl.body).not.toContain('host secret');
         const up = multipart({ applyId: h.applyId, path: '/home/user/escape' }, [
           { name: 'pwned', data: 'x' },
         ]);
-        const upRes = await lab.t.app.inject({
+        const upRes = await (lab.settle(), lab.t.app).inject({
           method: 'POST',
           url: '/api/device/uploadFile',
           payload: up.body,
@@ -287,7 +290,7 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       const up = multipart({ applyId: h.applyId, path: '/home/user/meta' }, [
         { name: '$(rm -rf ~);b.txt', data: 'up' },
       ]);
-      const res = await lab.t.app.inject({
+      const res = await (lab.settle(), lab.t.app).inject({
         method: 'POST',
         url: '/api/device/uploadFile',
         payload: up.body,
@@ -306,7 +309,7 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
         { name: 'keep.txt', data: 'new content' },
         { name: 'second.bin', data: Buffer.from([0, 1, 2, 3]) },
       ]);
-      const res = await lab.t.app.inject({
+      const res = await (lab.settle(), lab.t.app).inject({
         method: 'POST',
         url: '/api/device/uploadFile',
         payload: body.body,
@@ -336,7 +339,7 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       }, 20);
       try {
         const mp = multipartHead({ applyId: h.applyId, path: '/home/user' }, 'big.bin');
-        const up = await rawRequest(port, {
+        const up = await (lab.settle(), rawRequest)(port, {
           path: '/api/device/uploadFile',
           headers: {
             ...h.user.headers,
@@ -510,16 +513,22 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
     });
 
     it('fails an upload that fills the disk mid-stream cleanly, keeping the old file and no partial one', async () => {
-      // A 4 MiB file system inside the board: the upload (chunked, so its size is not declared) runs
-      // out of room half way.
+      // Room for about 4 MiB left on the board: the upload (chunked, so its size is not declared) runs
+      // out of it half way. A local board's disk is its own file system, filled from the host; an ssh
+      // board's folder becomes a 4 MiB tmpfs.
       const small = onBoard('/home/user/small');
       fs.mkdirSync(small, { recursive: true });
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', small]);
+      const filler = onBoard('/home/user/filler.bin');
+      if (lab.linksResolveInBoard) {
+        const st = fs.statfsSync(lab.hostRoot);
+        execFileSync('fallocate', ['-l', String(Math.max(0, st.bavail * st.bsize - 4 * 1024 * 1024)), filler]);
+      } else execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', small]);
       try {
         fs.writeFileSync(path.join(small, 'target.bin'), 'old bytes');
+        lab.settle();
         const port = await listen(lab.t.app);
         const mp = multipartHead({ applyId: h.applyId, path: '/home/user/small' }, 'target.bin');
-        const answer = await rawRequest(port, {
+        const answer = await (lab.settle(), rawRequest)(port, {
           path: '/api/device/uploadFile',
           headers: {
             ...h.user.headers,
@@ -540,7 +549,8 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
         expect(fs.readdirSync(small)).toEqual(['target.bin']);
         expect(fs.readFileSync(path.join(small, 'target.bin'), 'utf8')).toBe('old bytes');
       } finally {
-        execFileSync('umount', ['-l', small]);
+        if (lab.linksResolveInBoard) fs.rmSync(filler, { force: true });
+        else execFileSync('umount', ['-l', small]);
       }
     });
 
@@ -554,7 +564,7 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       fs.symlinkSync(climbs, onBoard('/home/user/pack/sub/out-rel'));
       fs.symlinkSync(path.join(outside, 'secret'), onBoard('/home/user/pack/out-abs'));
       fs.symlinkSync(outside, onBoard('/home/user/pack/out-dir'));
-      const res = await lab.t.app.inject({
+      const res = await (lab.settle(), lab.t.app).inject({
         method: 'POST',
         url: '/api/device/downloadFile',
         payload: { deviceId: h.deviceId, filePath: '/home/user/pack' },
@@ -637,7 +647,7 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       });
       expect([400, 404]).toContain(dlNoHeader.status);
       const up = multipart({ applyId: h.applyId, path: '/home/user' }, [{ name: 'intruder.txt', data: 'x' }]);
-      const upRes = await lab.t.app.inject({
+      const upRes = await (lab.settle(), lab.t.app).inject({
         method: 'POST',
         url: '/api/device/uploadFile',
         payload: up.body,

@@ -1,5 +1,6 @@
-// Files on a local board: a bubblewrap sandbox whose root is a directory under the service's data dir.
-import path from 'node:path';
+// Files on a local board: a bubblewrap sandbox whose root is its own file system, served by an SFTP
+// server running inside the board.
+import type { LocalDriver } from '#server/boards/local/local-driver.ts';
 import { fileScenarios } from './files.scenarios.ts';
 import { startLab } from './files.fixtures.ts';
 
@@ -11,6 +12,6 @@ fileScenarios('local', () =>
       driver: 'local',
       options: { memoryMb: 512, diskQuotaMb: 1024 },
     },
-    (dataDir) => path.join(dataDir, 'boards', 'files-local', 'root'),
+    (_dataDir, app) => (app.boards.driver('files-local') as LocalDriver).rootPath,
   ),
 );
