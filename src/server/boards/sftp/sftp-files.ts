@@ -7,88 +7,34 @@
 //
 // Writes are atomic: the bytes go to a temporary file beside the target (journalled first, see
 // temp-journal.ts), which is renamed over the target with posix-rename@openssh.com once complete.
-// Errors answer the same DriverError keys as the host-side implementation (local/files.ts). OpenSSH's
-// sftp-server says little: ENOENT, ENOTDIR and ELOOP all answer NO_SUCH_FILE, and EEXIST, ENOTEMPTY,
-// EISDIR and ENOSPC all answer FAILURE with the text "Failure"; where the key matters the call looks
-// at the tree (or the free space) after the failure to tell them apart.
+// Errors answer the same DriverError keys as the host-side implementation (local/files.ts), through
+// sftp-errors.ts.
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { FileEntryWithStats, OpenMode, SFTPWrapper, Stats } from 'ssh2';
 import { type BoardDriver, DriverError, type FileEntry } from '../driver.ts';
 import { boardPathOf, isWithin, normaliseBoardPath } from '../paths.ts';
 import { withTimeout } from '../util.ts';
+import {
+  done,
+  FX,
+  isType,
+  lstatOrNull,
+  S_IFDIR,
+  S_IFIFO,
+  S_IFLNK,
+  S_IFSOCK,
+  sessionLost,
+  sftpCall,
+  sftpError,
+  sftpErrors,
+  statusOf,
+  typeOf,
+} from './sftp-errors.ts';
 import { SftpReadStream, SftpWriteStream } from './sftp-streams.ts';
 import { type TempJournal, tempPathBeside } from './temp-journal.ts';
 
-const S_IFMT = 0o170000;
-const S_IFDIR = 0o040000;
-const S_IFREG = 0o100000;
-const S_IFLNK = 0o120000;
-const S_IFIFO = 0o010000;
-const S_IFSOCK = 0o140000;
 const DEFAULT_READ_MAX = 16 * 1024 * 1024;
-const MAX_SYMLINK_HOPS = 40;
-/** Below this much room a failed write is taken for a full disk. */
-const FULL_BELOW_BYTES = 1024 * 1024;
-
-/** SFTP status codes (draft-ietf-secsh-filexfer-02, the version OpenSSH speaks). */
-export const FX = {
-  EOF: 1,
-  NO_SUCH_FILE: 2,
-  PERMISSION_DENIED: 3,
-  FAILURE: 4,
-  BAD_MESSAGE: 5,
-  NO_CONNECTION: 6,
-  CONNECTION_LOST: 7,
-  OP_UNSUPPORTED: 8,
-} as const;
-
-const isType = (mode: number, t: number) => (mode & S_IFMT) === t;
-
-function typeOf(mode: number): FileEntry['type'] {
-  return isType(mode, S_IFDIR)
-    ? 'dir'
-    : isType(mode, S_IFREG)
-      ? 'file'
-      : isType(mode, S_IFLNK)
-        ? 'symlink'
-        : 'other';
-}
-
-export function sftpCall<T>(fn: (cb: (err: Error | null | undefined, v: T) => void) => void): Promise<T> {
-  return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
-}
-const done = (cb: (err: Error | null | undefined, v: undefined) => void) => (err?: Error | null) =>
-  cb(err, undefined);
-
-const statusOf = (err: unknown) => (err as { code?: unknown }).code;
-
-/** Texts of errno values, as servers other than OpenSSH's put them in a FAILURE's message. */
-const BY_MESSAGE: Array<[RegExp, (p: string) => DriverError]> = [
-  [/no space|quota/i, (p) => new DriverError('path.no_space', `No space left: ${p}`)],
-  [/exists|not empty/i, (p) => new DriverError('path.exists', `Already exists or not empty: ${p}`)],
-  [/not a directory/i, (p) => new DriverError('path.not_a_directory', `Not a directory: ${p}`)],
-  [/is a directory/i, (p) => new DriverError('path.is_a_directory', `Is a directory: ${p}`)],
-  [/symbolic links/i, (p) => new DriverError('path.invalid', `Too many symbolic links: ${p}`)],
-  [/name too long/i, (p) => new DriverError('path.name_too_long', `Name too long: ${p}`)],
-  [/read-only/i, (p) => new DriverError('path.denied', `Not permitted: ${p}`)],
-];
-
-/** An SFTP failure as a DriverError, from its status code (and its text where the code is generic). */
-export function sftpError(err: unknown, p: string): DriverError {
-  if (err instanceof DriverError) return err;
-  const code = statusOf(err);
-  const message = String((err as Error)?.message ?? err);
-  if (code === FX.NO_SUCH_FILE) return new DriverError('path.not_found', `No such file: ${p}`);
-  if (code === FX.PERMISSION_DENIED) return new DriverError('path.denied', `Not permitted: ${p}`);
-  if (code === FX.FAILURE || code === FX.BAD_MESSAGE) {
-    for (const [re, make] of BY_MESSAGE) if (re.test(message)) return make(p);
-  }
-  return new DriverError('driver.failed', `${message} (${p})`);
-}
-
-/** The SFTP session failed (no status answer): the call may be retried on a new session. */
-const sessionLost = (err: unknown) => typeof statusOf(err) !== 'number' && !(err instanceof DriverError);
 
 export interface SftpFilesOptions {
   /** An open SFTP session; called once per file call (the caller pools and reopens). */
@@ -120,101 +66,7 @@ export function sftpFiles(o: SftpFilesOptions): BoardDriver['files'] {
   };
   const toBoard = (rootReal: string, real: string) =>
     boardPathOf(path.posix.relative(rootReal, real).split('/').filter(Boolean));
-
-  const lstatOrNull = (sftp: SFTPWrapper, p: string) =>
-    sftpCall<Stats>((cb) => sftp.lstat(p, cb)).catch(() => null);
-  const statOrNull = (sftp: SFTPWrapper, p: string) =>
-    sftpCall<Stats>((cb) => sftp.stat(p, cb)).catch(() => null);
-
-  /**
-   * Why `server` (a path under the root) was "no such file": ENOENT, ENOTDIR or ELOOP look the same
-   * from OpenSSH's sftp-server. Walks the components under the root, as the kernel did.
-   */
-  const whyMissing = async (
-    sftp: SFTPWrapper,
-    rootReal: string,
-    server: string,
-    board: string,
-    wantDir: boolean,
-  ): Promise<DriverError> => {
-    const notFound = new DriverError('path.not_found', `No such file: ${board}`);
-    if (!isWithin(rootReal, server)) return notFound;
-    const comps = path.posix.relative(rootReal, server).split('/').filter(Boolean);
-    let cur = rootReal;
-    for (let i = 0; i < comps.length; i++) {
-      cur = path.posix.join(cur, comps[i]);
-      const l = await lstatOrNull(sftp, cur);
-      if (!l) return notFound;
-      let st: Stats | null = l;
-      if (isType(l.mode, S_IFLNK)) {
-        st = await statOrNull(sftp, cur);
-        if (!st)
-          return (await isLoop(sftp, cur))
-            ? new DriverError('path.invalid', `Too many symbolic links: ${board}`)
-            : notFound;
-      }
-      if ((i < comps.length - 1 || wantDir) && !isType(st.mode, S_IFDIR))
-        return new DriverError('path.not_a_directory', `Not a directory: ${board}`);
-    }
-    return notFound;
-  };
-  /** A symlink that does not resolve: a loop (ELOOP) rather than a dangling link (ENOENT)? */
-  const isLoop = async (sftp: SFTPWrapper, link: string): Promise<boolean> => {
-    let cur = link;
-    for (let hops = 0; hops < MAX_SYMLINK_HOPS; hops++) {
-      const target = await sftpCall<string>((cb) => sftp.readlink(cur, cb)).catch(() => null);
-      if (target === null) return false;
-      cur = path.posix.resolve(path.posix.dirname(cur), target);
-      const st = await lstatOrNull(sftp, cur);
-      if (!st || !isType(st.mode, S_IFLNK)) return false;
-    }
-    return true;
-  };
-  const freeBytes = async (sftp: SFTPWrapper, p: string): Promise<number | null> => {
-    const v = await sftpCall<{ f_bavail: number; f_frsize: number; f_bsize: number }>((cb) =>
-      sftp.ext_openssh_statvfs(p, cb),
-    ).catch(() => null);
-    return v ? Number(v.f_bavail) * Number(v.f_frsize || v.f_bsize) : null;
-  };
-  /** A failed write or create: a full disk when the filesystem has (next to) no room left. */
-  const writeError = async (
-    sftp: SFTPWrapper,
-    err: unknown,
-    dir: string,
-    board: string,
-  ): Promise<DriverError> => {
-    const e = sftpError(err, board);
-    if (e.key !== 'driver.failed' || statusOf(err) !== FX.FAILURE) return e;
-    const free = await freeBytes(sftp, dir);
-    return free !== null && free < FULL_BELOW_BYTES
-      ? new DriverError('path.no_space', `No space left: ${board}`)
-      : e;
-  };
-
-  /**
-   * Maps a failure of a call on `server` (under the root): NO_SUCH_FILE is told apart by a walk;
-   * `wantDir` when the call needed `server` itself to be a directory (opendir).
-   */
-  const mapped = async (
-    sftp: SFTPWrapper,
-    err: unknown,
-    server: string,
-    board: string,
-    wantDir = false,
-  ): Promise<DriverError> => {
-    if (statusOf(err) === FX.NO_SUCH_FILE) return whyMissing(sftp, await root(sftp), server, board, wantDir);
-    return sftpError(err, board);
-  };
-  const at = <T>(
-    sftp: SFTPWrapper,
-    server: string,
-    board: string,
-    call: Promise<T>,
-    wantDir = false,
-  ): Promise<T> =>
-    call.catch(async (err) => {
-      throw await mapped(sftp, err, server, board, wantDir);
-    });
+  const { mapped, at, writeError, renameError } = sftpErrors(root);
 
   /** The server's realpath of a board path (which need not exist at its last component), inside the root. */
   const real = async (sftp: SFTPWrapper, p: string): Promise<{ real: string; board: string }> => {
@@ -271,36 +123,6 @@ export function sftpFiles(o: SftpFilesOptions): BoardDriver['files'] {
       await sftpCall<void>((cb) => sftp.rename(from, to, done(cb)));
     });
   };
-  /**
-   * What a failed rename was. OpenSSH answers ENOTDIR (a directory over a file) as NO_SUCH_FILE and
-   * EISDIR / ENOTEMPTY as FAILURE: the two sides' types tell them apart.
-   */
-  const renameError = async (
-    sftp: SFTPWrapper,
-    err: unknown,
-    from: { real: string; board: string },
-    to: { real: string; board: string },
-  ): Promise<DriverError> => {
-    const status = statusOf(err);
-    const e = sftpError(err, from.board);
-    if (
-      (status !== FX.NO_SUCH_FILE && status !== FX.FAILURE) ||
-      (status === FX.FAILURE && e.key !== 'driver.failed')
-    )
-      return e;
-    const [a, b] = await Promise.all([lstatOrNull(sftp, from.real), lstatOrNull(sftp, to.real)]);
-    if (!a) return mapped(sftp, { code: FX.NO_SUCH_FILE }, from.real, from.board);
-    if (b && isType(b.mode, S_IFDIR)) {
-      return isType(a.mode, S_IFDIR)
-        ? new DriverError('path.exists', `Already exists or not empty: ${to.board}`)
-        : new DriverError('path.is_a_directory', `Is a directory: ${to.board}`);
-    }
-    if (b && isType(a.mode, S_IFDIR))
-      return new DriverError('path.not_a_directory', `Not a directory: ${to.board}`);
-    if (status === FX.NO_SUCH_FILE) return mapped(sftp, err, to.real, to.board);
-    return writeError(sftp, err, path.posix.dirname(to.real), to.board);
-  };
-
   /**
    * Removes a temporary file and forgets it in the journal. A session that failed (the reason a
    * transfer is being aborted, often) is replaced by a fresh one for the removal; a file that could

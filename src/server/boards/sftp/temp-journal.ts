@@ -18,11 +18,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SFTPWrapper, Stats } from 'ssh2';
+import { isType, S_IFREG, sftpCall, statusOf } from './sftp-errors.ts';
 
 /** `.<name>.<12 hex>.tmp`: the temporary file of a write to `<name>`, beside it. */
 const TEMP_NAME = /^\..+\.[0-9a-f]{12}\.tmp$/s;
-const S_IFMT = 0o170000;
-const S_IFREG = 0o100000;
 const FORMAT = 1;
 
 export const isTempName = (name: string) => TEMP_NAME.test(name);
@@ -33,11 +32,8 @@ export function tempPathBeside(target: string): string {
   return path.posix.join(path.posix.dirname(target), name);
 }
 
-const call = <T>(fn: (cb: (err: Error | null | undefined, v: T) => void) => void) =>
-  new Promise<T>((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
-
 /** The SFTP session itself failed (as opposed to a status answer about the file). */
-const sessionLost = (err: unknown) => typeof (err as { code?: unknown }).code !== 'number';
+const sessionLost = (err: unknown) => typeof statusOf(err) !== 'number';
 
 export interface SweepResult {
   /** Temporary files found and removed. */
@@ -105,10 +101,10 @@ export class TempJournal {
     if (!path.posix.isAbsolute(p) || !isTempName(path.posix.basename(p))) return 'skipped';
     try {
       // A directory on the way swapped for a symlink would move the name elsewhere: leave it.
-      if ((await call<string>((cb) => sftp.realpath(dir, cb))) !== dir) return 'skipped';
-      const st = await call<Stats>((cb) => sftp.lstat(p, cb));
-      if ((st.mode & S_IFMT) !== S_IFREG) return 'skipped';
-      await call<void>((cb) => sftp.unlink(p, (err) => cb(err, undefined)));
+      if ((await sftpCall<string>((cb) => sftp.realpath(dir, cb))) !== dir) return 'skipped';
+      const st = await sftpCall<Stats>((cb) => sftp.lstat(p, cb));
+      if (!isType(st.mode, S_IFREG)) return 'skipped';
+      await sftpCall<void>((cb) => sftp.unlink(p, (err) => cb(err, undefined)));
       return 'removed';
     } catch (err) {
       return sessionLost(err) ? 'kept' : 'skipped';

@@ -20,7 +20,8 @@ import {
   type PtyHandle,
   type PtySize,
 } from '../driver.ts';
-import { sftpCall, sftpError, sftpFiles } from '../sftp/sftp-files.ts';
+import { sftpCall, sftpError } from '../sftp/sftp-errors.ts';
+import { sftpFiles } from '../sftp/sftp-files.ts';
 import type { TempJournal } from '../sftp/temp-journal.ts';
 import { withTimeout } from '../util.ts';
 import { SshPool } from './pool.ts';
