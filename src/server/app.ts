@@ -14,6 +14,7 @@ import { registerCalls } from './http/register.ts';
 import { trustProxyOption } from './http/trusted-proxies.ts';
 import { installEnvelope } from './plugins/envelope.ts';
 import { installStatic } from './plugins/static.ts';
+import { secureDataDir } from './system/data-dir.ts';
 
 export interface BuildOptions {
   config: Config;
@@ -34,11 +35,23 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     trustProxy: trustProxyOption(config.BIANBU_TRUSTED_PROXIES),
     forceCloseConnections: true,
   });
+  // The data dir is private to the service (0711 itself, everything else 0600/0700, boards' own
+  // files aside); PGlite creates its files 0666 whatever the umask, hence again once it is open.
+  const secureData = (when: string) => {
+    const { changed } = secureDataDir(config.dataDir, {
+      pluginsDir: config.BIANBU_PLUGINS_DIR,
+      warn: (msg, detail) => app.log.warn(detail, msg),
+    });
+    if (changed) app.log.info({ changed, when }, 'data directory entries made private');
+  };
+  secureData('start');
+  const ownPglite = !opts.storage && !config.DATABASE_URL;
   const storage =
     opts.storage ??
     (await openStorage({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.dataDir, 'pglite') }));
   const applied = await migrate(storage);
   if (applied.length) app.log.info({ applied }, 'migrations applied');
+  if (ownPglite) secureData('database opened');
 
   app.decorate('config', config);
   app.decorate('storage', storage);
@@ -63,6 +76,13 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     for (const f of [...features].reverse()) await f.stop?.(app);
     if (!opts.storage) await storage.close();
+    if (ownPglite) {
+      try {
+        secureData('stop');
+      } catch (err) {
+        app.log.warn({ err }, 'data directory modes not checked at stop');
+      }
+    }
   });
   return app;
 }

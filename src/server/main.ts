@@ -3,6 +3,10 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 
+// Everything this process creates (the data dir's database, keys, avatars) is private to its user
+// unless a mode is set explicitly afterwards; see system/data-dir.ts. Child processes inherit it.
+process.umask(0o077);
+
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
   try {

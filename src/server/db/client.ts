@@ -62,7 +62,7 @@ export async function openStorage(opts: StorageOptions): Promise<Storage> {
       },
     };
   }
-  if (opts.pgliteDir !== 'memory://') fs.mkdirSync(opts.pgliteDir, { recursive: true });
+  if (opts.pgliteDir !== 'memory://') fs.mkdirSync(opts.pgliteDir, { recursive: true, mode: 0o700 });
   const client = opts.pgliteDir === 'memory://' ? new PGlite() : new PGlite(opts.pgliteDir);
   await client.waitReady;
   const storage: Storage = {

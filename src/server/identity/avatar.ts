@@ -74,11 +74,12 @@ export async function storeAvatar(
   ext: 'png' | 'jpg',
 ): Promise<string> {
   const dir = avatarDir(dataDir);
-  await fs.promises.mkdir(dir, { recursive: true });
+  await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
   const name = `${userId}-${crypto.randomBytes(16).toString('base64url')}.${ext}`;
   const tmp = path.join(dir, `.${name}.${process.pid}.tmp`);
   try {
-    await fs.promises.writeFile(tmp, buf, { mode: 0o644, flag: 'wx' });
+    // Served by the service itself: nobody else on the host needs to read it (see system/data-dir.ts).
+    await fs.promises.writeFile(tmp, buf, { mode: 0o600, flag: 'wx' });
     await fs.promises.rename(tmp, path.join(dir, name));
   } catch (err) {
     await fs.promises.rm(tmp, { force: true });
