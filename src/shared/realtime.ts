@@ -7,6 +7,16 @@
 // An invalid token or applyId answers ERROR (headers `message`, `code` (the envelope code, e.g. 50008)
 // and `error` (a stable key)) and the socket is closed. So are malformed frames.
 //
+// A connection lives no longer than the sign-in it was opened with. When the token is revoked (logout,
+// a refreshed API key, a password changed by an admin), displaced by a newer sign-in
+// (BIANBU_SINGLE_SESSION) or expires, or the user is deactivated, every connection authenticated with
+// it (on deactivation: every connection of the user), on every instance, gets at once an ERROR with
+// the session code the HTTP calls answer by — 50008 `auth.token_illegal`, 50012 `auth.token_displaced`,
+// 50014 `auth.token_expired` — and is closed; the shells opened with that token (on deactivation: all
+// the user's shells, and their leases end) close with `event:closed reason:session.ended`. The console
+// treats these codes as the end of the session: no reconnect, the re-login dialog instead. SUBSCRIBE
+// checks the token again in storage; SEND checks its expiry.
+//
 // Destinations (`{shellId}` is the clientId answered by apply-device-shell):
 //
 // | destination                        | frame     | who may use it                                  |
@@ -34,7 +44,27 @@
 // with SEND /app/shell/{id}/ack, header `offset`. When a shell's unacknowledged bytes exceed
 // SHELL_FLOW.highWater the server pauses the PTY (the program blocks on write); it resumes below
 // SHELL_FLOW.lowWater. A shell nobody watches keeps its last acknowledgement, so output produced while
-// the console is away waits in the ring instead of being lost.
+// the console is away waits in the ring instead of being lost. Acknowledgements are not believed:
+//
+// | rule                                                     | otherwise                                |
+// |----------------------------------------------------------|------------------------------------------|
+// | `offset` is a whole number ≥ 0                           | ERROR `stomp.bad_frame`, closed          |
+// | `offset` ≤ the bytes sent to that subscription (`sent`)  | ERROR `stomp.ack_out_of_range`, closed   |
+// | `offset` ≥ the subscription's previous acknowledgement   | ERROR `stomp.ack_out_of_range`, closed   |
+// | an ack to a subscription not yet live (replay pending)   | ignored                                  |
+// | an offset below the replay's start (a resubscribe trails)| accepted, moves nothing                  |
+//
+// Memory per connection is bounded whatever the client does. Output queued for a socket (written but
+// not yet taken by the kernel, plus coalesced frames) never exceeds SHELL_FLOW.socketBacklogBytes:
+// bytes that do not fit are not queued, the subscription falls behind and the shell's ring is its
+// buffer — since a viewer cannot acknowledge bytes it was not sent, the PTY pauses as for a slow
+// reader. When the backlog drains below half, the server fetches the missing bytes from the ring
+// (SHELL_FLOW.catchUpBytes at a time) and the stream continues at the exact offset; bytes already
+// gone from the ring are reported with `truncated`, as on a resubscribe. Replays obey the same bound.
+// A socket that takes nothing for SLOW_CONSUMER_MS is closed (`stomp.slow_consumer`). Frames from the
+// client are read no faster than they are handled: past INBOUND_QUEUE_BYTES of unhandled frames the
+// server stops reading the socket until it has caught up. A closed connection leaves no state behind
+// (hub, bus handlers, shell viewers).
 import { z } from 'zod';
 import { DEFAULT_STOMP_LIMITS } from './stomp-codec.ts';
 
@@ -52,7 +82,17 @@ export const SHELL_FLOW = {
   lowWater: 256 * 1024,
   /** The console acknowledges at least this often (bytes processed) and whenever xterm goes idle. */
   ackEveryBytes: 64 * 1024,
+  /** Most output bytes one connection's socket may hold unsent; beyond, the ring is the buffer. */
+  socketBacklogBytes: 4 * 1024 * 1024,
+  /** Bytes fetched from the ring at a time for a subscription that fell behind. */
+  catchUpBytes: 1024 * 1024,
 } as const;
+
+/** Unhandled bytes of client frames past which the server stops reading a connection's socket. */
+export const INBOUND_QUEUE_BYTES = 1024 * 1024;
+
+/** A socket that takes no queued byte for this long is closed. */
+export const SLOW_CONSUMER_MS = 60_000;
 
 export const Destinations = {
   shellOutput: (shellId: string) => `/topic/shell/${shellId}`,
@@ -100,6 +140,8 @@ export const ShellCloseReason = {
   boardReset: 'board.reset',
   boardChanged: 'board.changed_hands',
   serviceStopping: 'service.stopping',
+  /** The sign-in the shell was opened with ended (logout, revocation, displacement, expiry, deactivation). */
+  sessionEnded: 'session.ended',
 } as const;
 export type ShellCloseReason = (typeof ShellCloseReason)[keyof typeof ShellCloseReason];
 
@@ -114,6 +156,8 @@ export const RealtimeErrorKey = {
   timeout: 'stomp.connect_timeout',
   applyInvalid: 'apply.invalid',
   heartbeat: 'stomp.heartbeat_missed',
+  ackOutOfRange: 'stomp.ack_out_of_range',
+  slowConsumer: 'stomp.slow_consumer',
 } as const;
 
 export const shellResizeBody = z.object({

@@ -1,11 +1,13 @@
 // Opaque credentials: a random token is shown to its owner once; only its SHA-256 hash is stored.
 // Access tokens expire; API keys do not, but both can be revoked. The reason of a revocation decides
-// the code a later use answers: displaced by a newer sign-in → 50012, anything else → 50008.
+// the code a later use answers: displaced by a newer sign-in → 50012, anything else → 50008; an
+// expired token answers 50014. The revoking functions answer the credentials they revoked so the
+// caller can end what was opened with them (open realtime connections, their shells) at once.
 import crypto from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ResultCode } from '#shared/codes.ts';
 import type { Db } from '#server/db/client.ts';
-import { credentials } from '#server/db/schema/identity.ts';
+import { credentials, users } from '#server/db/schema/identity.ts';
 import { sessionEnded } from '#server/errors.ts';
 
 export type CredentialKind = 'access' | 'apikey';
@@ -55,37 +57,99 @@ export function tokenFromHeader(header: string | undefined): string | null {
   return v.length > 0 && v.length <= 512 ? v : null;
 }
 
+/** How a session ended, as every client is told: the envelope code, a stable key and a message. */
+export interface SessionEnd {
+  code: number;
+  key: string;
+  message: string;
+}
+
+/** Why a credential stopped working, besides a revocation reason (logout, admin, refreshed, displaced). */
+export const EXPIRED = 'expired';
+export const DEACTIVATED = 'deactivated';
+
+/** The session code a revocation reason (or `expired`) answers by, over HTTP and over /ws alike. */
+export function sessionEndOf(reason: string | null): SessionEnd {
+  if (reason === 'displaced')
+    return {
+      code: ResultCode.OtherClientLoggedIn,
+      key: 'auth.token_displaced',
+      message: 'Logged in elsewhere',
+    };
+  if (reason === EXPIRED)
+    return { code: ResultCode.TokenExpired, key: 'auth.token_expired', message: 'Token expired' };
+  return { code: ResultCode.IllegalToken, key: 'auth.token_illegal', message: 'Illegal token' };
+}
+
+const fail = (end: SessionEnd) => sessionEnded(end.code, end.message, end.key);
+
 /** Resolves a token to its user id, or throws the session code the console acts on. */
 export async function verifyCredential(
   db: Db,
   token: string,
   now = new Date(),
-): Promise<{ userId: string; kind: CredentialKind; id: string }> {
+): Promise<{ userId: string; kind: CredentialKind; id: string; expiresAt: Date | null }> {
   const [row] = await db
     .select()
     .from(credentials)
     .where(eq(credentials.tokenHash, hashToken(token)))
     .limit(1);
-  if (!row) throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');
-  if (row.revokedAt) {
-    if (row.revokedReason === 'displaced')
-      throw sessionEnded(ResultCode.OtherClientLoggedIn, 'Logged in elsewhere', 'auth.token_displaced');
-    throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');
-  }
-  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
-    throw sessionEnded(ResultCode.TokenExpired, 'Token expired', 'auth.token_expired');
-  return { userId: row.userId, kind: row.kind as CredentialKind, id: row.id };
+  if (!row) throw fail(sessionEndOf(null));
+  if (row.revokedAt) throw fail(sessionEndOf(row.revokedReason));
+  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) throw fail(sessionEndOf(EXPIRED));
+  return { userId: row.userId, kind: row.kind as CredentialKind, id: row.id, expiresAt: row.expiresAt };
+}
+
+/**
+ * Checks again a credential already resolved (a long-lived realtime connection, before it subscribes):
+ * one query, throwing the same session codes as `verifyCredential`, and 50008 for an inactive user.
+ */
+export async function recheckCredential(db: Db, id: string, now = new Date()): Promise<void> {
+  const [row] = await db
+    .select({
+      revokedAt: credentials.revokedAt,
+      revokedReason: credentials.revokedReason,
+      expiresAt: credentials.expiresAt,
+      isActive: users.isActive,
+    })
+    .from(credentials)
+    .innerJoin(users, eq(users.id, credentials.userId))
+    .where(eq(credentials.id, id))
+    .limit(1);
+  if (!row || !row.isActive) throw fail(sessionEndOf(null));
+  if (row.revokedAt) throw fail(sessionEndOf(row.revokedReason));
+  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) throw fail(sessionEndOf(EXPIRED));
+}
+
+/** A credential a revocation just ended. */
+export interface RevokedCredential {
+  id: string;
+  userId: string;
+  kind: CredentialKind;
+  reason: string;
 }
 
 /** Marks every still-live credential matching `where` revoked, with the reason a later use answers by. */
-async function revokeWhere(db: Db, where: SQL | undefined, reason: string, now: Date): Promise<void> {
-  await db
+async function revokeWhere(
+  db: Db,
+  where: SQL | undefined,
+  reason: string,
+  now: Date,
+): Promise<RevokedCredential[]> {
+  const rows = await db
     .update(credentials)
     .set({ revokedAt: now, revokedReason: reason })
-    .where(and(where, isNull(credentials.revokedAt)));
+    .where(and(where, isNull(credentials.revokedAt)))
+    .returning({ id: credentials.id, userId: credentials.userId, kind: credentials.kind });
+  return rows.map((r) => ({ id: r.id, userId: r.userId, kind: r.kind as CredentialKind, reason }));
 }
 
-export function revokeCredential(db: Db, token: string, reason: string, now = new Date()): Promise<void> {
+export function revokeCredential(
+  db: Db,
+  token: string,
+  reason: string,
+  now = new Date(),
+): Promise<RevokedCredential[]> {
   return revokeWhere(db, eq(credentials.tokenHash, hashToken(token)), reason, now);
 }
 
@@ -96,15 +160,25 @@ export function revokeAllOfKind(
   kind: CredentialKind,
   reason: string,
   now = new Date(),
-): Promise<void> {
+): Promise<RevokedCredential[]> {
   return revokeWhere(db, and(eq(credentials.userId, userId), eq(credentials.kind, kind)), reason, now);
 }
 
-export function revokeCredentialById(db: Db, id: string, reason: string, now = new Date()): Promise<void> {
+export function revokeCredentialById(
+  db: Db,
+  id: string,
+  reason: string,
+  now = new Date(),
+): Promise<RevokedCredential[]> {
   return revokeWhere(db, eq(credentials.id, id), reason, now);
 }
 
 /** Every live credential of a user, of any kind (deactivation). */
-export function revokeAllOfUser(db: Db, userId: string, reason: string, now = new Date()): Promise<void> {
+export function revokeAllOfUser(
+  db: Db,
+  userId: string,
+  reason: string,
+  now = new Date(),
+): Promise<RevokedCredential[]> {
   return revokeWhere(db, eq(credentials.userId, userId), reason, now);
 }

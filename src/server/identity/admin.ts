@@ -17,6 +17,7 @@ import type {
 } from '#shared/user.ts';
 import { BUILTIN_ORG, BUILTIN_ROLE, IdentityErrorKey } from '#shared/user.ts';
 import { revokeAllOfKind, revokeAllOfUser } from '#server/auth/tokens.ts';
+import { endRevokedSessions, endUserEverywhere } from '#server/realtime/session-end.ts';
 import type { AuthUser } from '#server/auth/user-context.ts';
 import {
   auditLog,
@@ -202,9 +203,13 @@ export async function updateUserAsAdmin(
       throw err;
     }
   }
-  // A changed password ends the sessions signed in with the old one; deactivation ends everything.
-  if (input.isActive === false) await revokeAllOfUser(db, user.id, 'admin', now);
-  else if (input.password !== undefined) await revokeAllOfKind(db, user.id, 'access', 'admin', now);
+  // A changed password ends the sessions signed in with the old one; deactivation ends everything:
+  // open realtime connections and shells at once, and the user's leases.
+  if (input.isActive === false) {
+    await revokeAllOfUser(db, user.id, 'admin', now);
+    await endUserEverywhere(app, user.id);
+  } else if (input.password !== undefined)
+    endRevokedSessions(app, await revokeAllOfKind(db, user.id, 'access', 'admin', now));
   const after = await findUserById(db, user.id);
   return adminUserOf(db, after ?? user);
 }

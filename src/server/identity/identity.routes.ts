@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { IdentityErrorKey, userCalls } from '#shared/user.ts';
 import { revokeCredentialById } from '#server/auth/tokens.ts';
+import { endRevokedSessions } from '#server/realtime/session-end.ts';
 import { loadAuthUser } from '#server/auth/user-context.ts';
 import { memberships, users } from '#server/db/schema/identity.ts';
 import { AppError, badRequest, forbidden, notFound } from '#server/errors.ts';
@@ -296,7 +297,8 @@ function calls(app: FastifyInstance) {
     },
     userLogout: async (_input, { user }) => {
       const me = needUser(user);
-      await revokeCredentialById(db(), me.credentialId, 'logout', app.clock.now());
+      // The token's open realtime connections and its shells end with it, on every instance.
+      endRevokedSessions(app, await revokeCredentialById(db(), me.credentialId, 'logout', app.clock.now()));
       return null;
     },
     userApplyInfo: async (_input, { user }) => {

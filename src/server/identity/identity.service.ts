@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiKeyAnswer } from '#shared/user.ts';
 import { IdentityErrorKey, PHONE_CODE_RESEND_SECONDS, PHONE_CODE_TTL_SECONDS } from '#shared/user.ts';
 import { issueCredential, revokeAllOfKind } from '#server/auth/tokens.ts';
+import { endRevokedSessions } from '#server/realtime/session-end.ts';
 import { credentials, phoneCodes, sequenceCodes, users } from '#server/db/schema/identity.ts';
 import { badRequest } from '#server/errors.ts';
 import {
@@ -95,7 +96,7 @@ export class IdentityService {
   async issueSession(user: UserRow, method: SignInMethod, ip: string): Promise<string> {
     const now = this.now();
     if (this.app.config.BIANBU_SINGLE_SESSION)
-      await revokeAllOfKind(this.db, user.id, 'access', 'displaced', now);
+      endRevokedSessions(this.app, await revokeAllOfKind(this.db, user.id, 'access', 'displaced', now));
     const token = await issueCredential(this.db, user.id, 'access', {
       ttlMs: this.app.config.BIANBU_TOKEN_TTL_HOURS * 3_600_000,
       now,
@@ -310,7 +311,7 @@ export class IdentityService {
   /** Revokes every API key of the user, then makes a new one, shown once. */
   async newApiKey(userId: string): Promise<ApiKeyAnswer> {
     const now = this.now();
-    await revokeAllOfKind(this.db, userId, 'apikey', 'refreshed', now);
+    endRevokedSessions(this.app, await revokeAllOfKind(this.db, userId, 'apikey', 'refreshed', now));
     const apiKey = await issueCredential(this.db, userId, 'apikey', { now });
     return { apiKey, hint: `${apiKey.slice(0, 8)}…${apiKey.slice(-4)}`, createdAt: now.toISOString() };
   }

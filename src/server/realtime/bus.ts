@@ -18,6 +18,12 @@ export interface BusMessage {
 
 export type BusHandler = (msg: BusMessage) => void;
 
+/** What a bus holds in this process: channels with a handler, and handlers (tests, metrics). */
+export interface BusStats {
+  channels: number;
+  handlers: number;
+}
+
 export interface Bus {
   readonly kind: 'memory' | 'redis';
   /** Unique per process: tells instances apart in logs and control messages. */
@@ -25,6 +31,7 @@ export interface Bus {
   publish(channel: string, msg: BusMessage): void;
   /** Resolves once messages published after it are guaranteed to arrive. */
   subscribe(channel: string, handler: BusHandler): Promise<() => void>;
+  stats(): BusStats;
   close(): Promise<void>;
 }
 
@@ -52,6 +59,12 @@ class Registry {
       return true;
     }
     return false;
+  }
+
+  stats(): BusStats {
+    let handlers = 0;
+    for (const set of this.handlers.values()) handlers += set.size;
+    return { channels: this.handlers.size, handlers };
   }
 
   deliver(channel: string, msg: BusMessage, log: (err: unknown) => void): void {
@@ -86,6 +99,10 @@ export class MemoryBus implements Bus {
   async subscribe(channel: string, handler: BusHandler): Promise<() => void> {
     this.reg.add(channel, handler);
     return () => void this.reg.remove(channel, handler);
+  }
+
+  stats(): BusStats {
+    return this.reg.stats();
   }
 
   async close(): Promise<void> {
@@ -184,6 +201,11 @@ export class RedisBus implements Bus {
         this.sub.unsubscribe(PREFIX + channel).catch(this.onError);
       }
     };
+  }
+
+  /** Channels subscribed in Redis match the local registry's: one SUBSCRIBE per channel with a handler. */
+  stats(): BusStats & { redisChannels: number } {
+    return { ...this.reg.stats(), redisChannels: this.subscribed.size };
   }
 
   async close(): Promise<void> {

@@ -1,17 +1,27 @@
 // One STOMP session over one WebSocket. Lifecycle: the socket opens → the first frame must be
 // CONNECT/STOMP within the connect timeout (token and applyId checked; a bad one gets ERROR and the
 // socket closed) → SUBSCRIBE / UNSUBSCRIBE / SEND / ACK frames, processed one after another in
-// arrival order → DISCONNECT (RECEIPT, close), a bad frame (ERROR, close), or silence beyond the
-// heart-beat window (the socket is terminated). Closing detaches every shell viewer and drops every
-// bus subscription, so a vanished client leaves nothing behind.
+// arrival order → DISCONNECT (RECEIPT, close), a bad frame (ERROR, close), the end of the sign-in
+// (revoked, displaced, expired, user deactivated: ERROR with the session code, close), a socket that
+// takes nothing for SLOW_CONSUMER_MS (close), or silence beyond the heart-beat window (the socket is
+// terminated). Closing detaches every shell viewer and drops every bus subscription, so a vanished
+// client leaves nothing behind.
 //
-// Output to the socket is sent at once when nothing is in flight and coalesced only while a send
-// is still being written: no timer ever holds a keystroke's echo.
+// Frames are read no faster than they are handled (past INBOUND_QUEUE_BYTES the socket is paused);
+// shell output and its bound per socket live in shell-output.ts.
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
+import {
+  EXPIRED,
+  recheckCredential,
+  type SessionEnd,
+  sessionEndOf,
+  tokenFromHeader,
+  verifyCredential,
+} from '#server/auth/tokens.ts';
 import type { AuthUser } from '#server/auth/user-context.ts';
-import { authenticate } from '#server/auth/user-context.ts';
+import { loadAuthUser } from '#server/auth/user-context.ts';
 import { AppError } from '#server/errors.ts';
 import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
 import {
@@ -21,22 +31,19 @@ import {
   shellOut,
   userChannel,
 } from '#server/shells/bus-protocol.ts';
-import { ResultCode } from '#shared/codes.ts';
+import { ResultCode, SESSION_END_CODES } from '#shared/codes.ts';
 import {
+  INBOUND_QUEUE_BYTES,
   parseDestination,
   RealtimeErrorKey,
   RealtimeEvent,
+  SLOW_CONSUMER_MS,
   STOMP_LIMITS,
   shellResizeBody,
 } from '#shared/realtime.ts';
-import {
-  parseMessage,
-  StompCodecError,
-  type StompFrame,
-  serializeFrame,
-  serializeHead,
-} from '#shared/stomp-codec.ts';
+import { parseMessage, StompCodecError, type StompFrame, serializeFrame } from '#shared/stomp-codec.ts';
 import type { Bus, BusMessage } from './bus.ts';
+import { ShellOutput, type ShellView } from './shell-output.ts';
 
 export interface ConnectionOptions {
   app: FastifyInstance;
@@ -46,55 +53,62 @@ export interface ConnectionOptions {
   connectTimeoutMs: number;
   ip: string;
   maxSubscriptions: number;
+  /** A socket that takes nothing queued for this long is closed (default SLOW_CONSUMER_MS). */
+  slowConsumerMs?: number;
   onClose(c: StompConnection): void;
+  /** The sign-in ended (seen here: expiry, or a check in storage): end it on every instance. */
+  onSessionEnded(c: StompConnection, end: SessionEnd): void;
 }
 
-interface BaseSub {
+interface TopicSub {
+  kind: 'board' | 'user';
   id: string;
   destination: string;
   off: (() => void) | null;
-}
-
-interface ShellView extends BaseSub {
-  kind: 'shell';
-  shellId: string;
-  viewerId: string;
-  state: 'attaching' | 'live' | 'closed';
-  /** Next absolute offset this subscriber needs. */
-  next: number;
-  pending: Buffer[];
-  pendingBytes: number;
-  pendingOffset: number;
-  attached?: (answer: { ok: true } | { ok: false; key: string }) => void;
-}
-
-interface TopicSub extends BaseSub {
-  kind: 'board' | 'user';
   applyId?: string;
 }
 
 type Subscription = ShellView | TopicSub;
 
-const NUL = Buffer.from([0]);
 const encoder = new TextEncoder();
+/** setTimeout's longest delay; a later expiry re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** After a close handshake is started, a peer that does not answer is cut after this long. */
+const CLOSE_GRACE_MS = 2000;
 
 export class StompConnection {
   readonly sessionId = crypto.randomUUID();
   user: AuthUser | null = null;
   apply: ResolvedApply | null = null;
+  /** When the credential stops working (ms since epoch, service clock), null for none (API keys). */
+  expiresAt: number | null = null;
   private state: 'awaiting' | 'connected' | 'closed' = 'awaiting';
   private readonly subs = new Map<string, Subscription>();
   private chain: Promise<void> = Promise.resolve();
   private inflight = 0;
-  private readonly dirty = new Set<ShellView>();
+  /** Since when a send has waited for the socket to take it (while inflight > 0). */
+  private waitingSince = 0;
+  private readonly out: ShellOutput;
   private messageSeq = 0;
+  /** Bytes of client frames read but not handled yet. */
+  private inbound = 0;
+  private readPaused = false;
   lastSeen = Date.now();
   private readonly timers: NodeJS.Timeout[] = [];
+  private expiryTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly ws: WebSocket,
     private readonly opts: ConnectionOptions,
   ) {
+    this.out = new ShellOutput({
+      inflight: () => this.inflight,
+      buffered: () => this.ws.bufferedAmount,
+      sendFrame: (frame) => this.sendFrame(frame),
+      sendEvent: (id, destination, headers) => this.sendEvent(id, destination, headers),
+      messageId: () => String(++this.messageSeq),
+      publish: (channel, msg) => this.opts.bus.publish(channel, msg),
+    });
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.on('pong', () => {
       this.lastSeen = Date.now();
@@ -112,16 +126,69 @@ export class StompConnection {
     return this.state === 'closed';
   }
 
-  /** Bytes waiting for the socket to drain, across this connection's shell views. */
+  /** Bytes coalesced for this connection's shell views, waiting for the socket to drain. */
   get pendingBytes(): number {
-    let n = 0;
-    for (const s of this.subs.values()) if (s.kind === 'shell') n += s.pendingBytes;
-    return n;
+    return this.out.pendingBytes;
+  }
+
+  /** Bytes the service holds for this socket: in its buffer and coalesced (bounded by SHELL_FLOW.socketBacklogBytes). */
+  get backlogBytes(): number {
+    return this.out.backlog();
+  }
+
+  /** Bytes of client frames read and not handled yet (bounded by about INBOUND_QUEUE_BYTES). */
+  get queuedInboundBytes(): number {
+    return this.inbound;
+  }
+
+  /** The shell subscriptions: what was sent to each, acknowledged, and whether it fell behind. */
+  viewStats(): {
+    id: string;
+    shellId: string;
+    state: string;
+    sent: number;
+    acked: number;
+    behind: boolean;
+  }[] {
+    const out = [];
+    for (const s of this.subs.values())
+      if (s.kind === 'shell')
+        out.push({
+          id: s.id,
+          shellId: s.shellId,
+          state: s.state,
+          sent: s.next,
+          acked: s.acked,
+          behind: s.behind,
+        });
+    return out;
+  }
+
+  /** Whether the credential has expired at `now` (service clock, ms). */
+  expired(now: number): boolean {
+    return this.state === 'connected' && this.expiresAt !== null && now >= this.expiresAt;
+  }
+
+  /** The sign-in ended: ERROR with the session code (the console asks to sign in again), then close. */
+  endSession(end: SessionEnd): void {
+    this.fail(end.key, end.message, end.code);
   }
 
   /** Called by the hub's liveness sweep. */
   checkAlive(now: number, windowMs: number, pingAfterMs: number): void {
     if (this.state === 'closed') return;
+    const slowMs = this.opts.slowConsumerMs ?? SLOW_CONSUMER_MS;
+    if (this.inflight > 0 && now - this.waitingSince > slowMs) {
+      this.opts.app.log.info(
+        { session: this.sessionId, backlog: this.backlogBytes },
+        'realtime client takes nothing from its socket; closing',
+      );
+      this.fail(RealtimeErrorKey.slowConsumer, 'The connection is too far behind', ResultCode.BadRequest);
+      return;
+    }
+    this.out.catchUp();
+    // A socket we stopped reading ourselves says nothing about the client's liveness.
+    if (this.readPaused) this.lastSeen = now;
     const silent = now - this.lastSeen;
     if (silent > windowMs) {
       this.opts.app.log.info(
@@ -140,6 +207,20 @@ export class StompConnection {
     for (const s of this.subs.values())
       if (s.kind === 'shell' && s.state === 'live')
         this.opts.bus.publish(shellIn(s.shellId), { h: { t: 'keep', v: s.viewerId } });
+  }
+
+  /** Arms the timer that ends the session at the credential's expiry (re-armed past setTimeout's range). */
+  private armExpiry(): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
+    if (this.expiresAt === null || this.state !== 'connected') return;
+    const left = this.expiresAt - this.opts.app.clock.now().getTime();
+    if (left <= 0) {
+      this.opts.onSessionEnded(this, sessionEndOf(EXPIRED));
+      return;
+    }
+    this.expiryTimer = setTimeout(() => this.armExpiry(), Math.min(left, MAX_TIMER_MS));
+    this.expiryTimer.unref();
   }
 
   /** Cuts board subscriptions authorised by an apply that has ended. */
@@ -164,8 +245,25 @@ export class StompConnection {
       this.fail(key, err instanceof Error ? err.message : 'Malformed frame', 40000);
       return;
     }
+    // Frames wait for the one before (a SUBSCRIBE may wait seconds for a shell's owner): past the
+    // bound, stop reading the socket until they are handled, so a flood queues in the client.
+    this.inbound += data.length;
+    if (this.inbound > INBOUND_QUEUE_BYTES && !this.readPaused && this.ws.readyState === this.ws.OPEN) {
+      this.readPaused = true;
+      this.ws.pause();
+    }
     for (const f of frames) {
       this.chain = this.chain.then(() => this.handle(f)).catch((err) => this.failFromError(err, f));
+    }
+    this.chain = this.chain.then(() => this.handled(data.length));
+  }
+
+  private handled(n: number): void {
+    this.inbound -= n;
+    if (this.readPaused && this.inbound <= INBOUND_QUEUE_BYTES / 2 && this.state !== 'closed') {
+      this.readPaused = false;
+      this.lastSeen = Date.now();
+      this.ws.resume();
     }
   }
 
@@ -228,16 +326,26 @@ export class StompConnection {
       this.fail(RealtimeErrorKey.unsupported, 'Supported protocol versions are 1.2', 40000, f);
       return;
     }
-    const token = f.headers.token ?? '';
-    const user = await authenticate(this.opts.app.storage.db, token || undefined);
-    if (!user) {
+    const token = tokenFromHeader(f.headers.token ?? '');
+    if (!token) {
       this.fail('auth.required', 'Authentication required', ResultCode.Unauthorized, f);
       return;
     }
+    const db = this.opts.app.storage.db;
+    // Expiry is judged by the service clock, as for HTTP calls.
+    const cred = await verifyCredential(db, token, this.opts.app.clock.now());
+    const user = await loadAuthUser(db, cred.userId, cred.id, cred.kind);
+    if (!user) {
+      const end = sessionEndOf(null);
+      this.fail(end.key, end.message, end.code, f);
+      return;
+    }
     this.user = user;
+    this.expiresAt = cred.expiresAt?.getTime() ?? null;
     const applyId = (f.headers.applyId ?? '').trim();
     if (applyId && applyId !== 'null' && applyId !== 'undefined')
       this.apply = await this.resolveApply(applyId);
+    if (this.state === 'closed') return;
     const [cx] = (f.headers['heart-beat'] ?? '0,0').split(',').map((n) => Number.parseInt(n, 10) || 0);
     this.state = 'connected';
     this.sendFrame(
@@ -254,6 +362,7 @@ export class StompConnection {
       }),
     );
     this.receipt(f);
+    this.armExpiry();
   }
 
   private async resolveApply(applyId: string): Promise<ResolvedApply> {
@@ -277,6 +386,11 @@ export class StompConnection {
   }
 
   private send(f: StompFrame): void {
+    // Cheap on every keystroke: the expiry is known; revocations arrive over the bus.
+    if (this.expired(this.opts.app.clock.now().getTime())) {
+      this.opts.onSessionEnded(this, sessionEndOf(EXPIRED));
+      return;
+    }
     const destination = f.headers.destination ?? '';
     const d = parseDestination(destination);
     if (!d || (d.kind !== 'shellInput' && d.kind !== 'shellResize' && d.kind !== 'shellAck')) {
@@ -314,10 +428,35 @@ export class StompConnection {
         this.fail(RealtimeErrorKey.badFrame, 'ack needs an offset header', 40000, f);
         return;
       }
-      const only = f.headers.subscription;
-      for (const v of views)
-        if (v.state === 'live' && (!only || v.id === only))
-          this.opts.bus.publish(channel, { h: { t: 'ack', v: v.viewerId, o } });
+      this.ack(views, o, f);
+    }
+  }
+
+  /**
+   * An acknowledgement must lie within [the subscription's last one, what it was sent]: beyond what
+   * was sent, or backwards, is a protocol error. Subscriptions still attaching ignore it.
+   */
+  private ack(views: ShellView[], o: number, f: StompFrame): void {
+    const only = f.headers.subscription;
+    const targets = views.filter((v) => v.state === 'live' && (!only || v.id === only));
+    if (targets.length === 0) return;
+    const sent = Math.max(...targets.map((v) => v.next));
+    if (o > sent) {
+      this.fail(
+        RealtimeErrorKey.ackOutOfRange,
+        `Acknowledged offset ${o} is beyond the ${sent} bytes sent`,
+        40000,
+        f,
+      );
+      return;
+    }
+    if (targets.some((v) => o < v.acked)) {
+      this.fail(RealtimeErrorKey.ackOutOfRange, 'Acknowledgements must not go backwards', 40000, f);
+      return;
+    }
+    for (const v of targets) {
+      v.acked = o;
+      this.opts.bus.publish(shellIn(v.shellId), { h: { t: 'ack', v: v.viewerId, o: Math.min(o, v.next) } });
     }
   }
 
@@ -342,10 +481,12 @@ export class StompConnection {
       return;
     }
     const user = this.user!;
+    // A new subscription checks the sign-in in storage: a revocation this instance missed ends here.
+    if (!(await this.stillSignedIn())) return;
     if (d.kind === 'userNotifications') {
       const sub: TopicSub = { kind: 'user', id, destination, off: null };
       this.subs.set(id, sub);
-      sub.off = await this.opts.bus.subscribe(userChannel(user.id), (m) => this.deliverJson(sub, m));
+      this.hold(sub, await this.opts.bus.subscribe(userChannel(user.id), (m) => this.deliverJson(sub, m)));
       return;
     }
     if (d.kind === 'boardState') {
@@ -358,10 +499,36 @@ export class StompConnection {
       }
       const sub: TopicSub = { kind: 'board', id, destination, off: null, applyId: apply.applyId };
       this.subs.set(id, sub);
-      sub.off = await this.opts.bus.subscribe(boardChannel(d.id), (m) => this.deliverJson(sub, m));
+      this.hold(sub, await this.opts.bus.subscribe(boardChannel(d.id), (m) => this.deliverJson(sub, m)));
       return;
     }
     await this.subscribeShell(id, destination, d.id, f.headers.offset);
+  }
+
+  /** False (and the session ended everywhere) when the credential no longer works. */
+  private async stillSignedIn(): Promise<boolean> {
+    const user = this.user!;
+    try {
+      await recheckCredential(this.opts.app.storage.db, user.credentialId, this.opts.app.clock.now());
+      return this.state === 'connected';
+    } catch (err) {
+      if (!(err instanceof AppError) || !SESSION_END_CODES.includes(err.code)) throw err;
+      this.opts.onSessionEnded(this, { code: err.code, key: err.key, message: err.message });
+      return false;
+    }
+  }
+
+  /**
+   * Keeps a bus subscription made for `sub`, unless the subscription (or the connection) went away
+   * while it was being made: then it is dropped at once, so nothing outlives the connection.
+   */
+  private hold(sub: Subscription, off: () => void): boolean {
+    if (this.state === 'closed' || this.subs.get(sub.id) !== sub) {
+      off();
+      return false;
+    }
+    sub.off = off;
+    return true;
   }
 
   private async subscribeShell(
@@ -370,135 +537,51 @@ export class StompConnection {
     shellId: string,
     offset: string | undefined,
   ): Promise<void> {
-    const view: ShellView = {
-      kind: 'shell',
-      id,
-      destination,
-      off: null,
-      shellId,
-      viewerId: crypto.randomUUID(),
-      state: 'attaching',
-      next: 0,
-      pending: [],
-      pendingBytes: 0,
-      pendingOffset: 0,
-    };
+    const view = this.out.newView(id, destination, shellId, crypto.randomUUID());
     this.subs.set(id, view);
+    let timer: NodeJS.Timeout | null = null;
     const answer = new Promise<{ ok: true } | { ok: false; key: string }>((resolve) => {
       view.attached = resolve;
-      const t = setTimeout(
+      timer = setTimeout(
         () => resolve({ ok: false, key: RealtimeErrorKey.notFound }),
         OWNER_ANSWER_TIMEOUT_MS,
       );
-      t.unref();
+      timer.unref();
     });
-    view.off = await this.opts.bus.subscribe(shellOut(shellId), (m) => this.onShellOut(view, m));
+    const held = this.hold(
+      view,
+      await this.opts.bus.subscribe(shellOut(shellId), (m) => {
+        if (this.state !== 'closed') this.out.onBusMessage(view, m);
+      }),
+    );
+    if (!held) {
+      if (timer) clearTimeout(timer);
+      view.attached = undefined;
+      return;
+    }
     const from = offset !== undefined && /^\d{1,15}$/.test(offset) ? Number(offset) : -1;
     this.opts.bus.publish(shellIn(shellId), { h: { t: 'attach', v: view.viewerId, u: this.user!.id, from } });
     const a = await answer;
+    if (timer) clearTimeout(timer);
     view.attached = undefined;
-    if (!a.ok) {
+    if (!a.ok && this.subs.get(id) === view) {
       view.off?.();
+      view.off = null;
       this.subs.delete(id);
+      this.out.forget(view);
       if (this.state !== 'closed') this.refuse(id, destination, a.key);
     }
   }
 
-  private onShellOut(view: ShellView, m: BusMessage): void {
-    const h = m.h;
-    if (this.state === 'closed' || view.state === 'closed') return;
-    switch (h.t) {
-      case 'data': {
-        if (view.state !== 'live' || !m.data) return;
-        let o = Number(h.o);
-        let data = m.data;
-        const end = o + data.length;
-        if (end <= view.next) return;
-        if (o < view.next) {
-          data = data.subarray(view.next - o);
-          o = view.next;
-        }
-        view.next = end;
-        this.output(view, o, data);
-        return;
-      }
-      case 'replay': {
-        if (h.v !== view.viewerId || view.state !== 'attaching') return;
-        const o = Number(h.o);
-        const data = m.data ?? Buffer.alloc(0);
-        view.state = 'live';
-        view.next = o + data.length;
-        const lost = Number(h.lost) || 0;
-        // Sent even when empty: it tells the client where the stream starts and that it is live.
-        this.sendOutput(view, o, [data], data.length, lost);
-        view.attached?.({ ok: true });
-        return;
-      }
-      case 'refused':
-        if (h.v === view.viewerId) view.attached?.({ ok: false, key: String(h.key) });
-        return;
-      case 'exit': {
-        if (view.state !== 'live') return;
-        this.flushView(view);
-        view.state = 'closed';
-        view.off?.();
-        view.off = null;
-        this.sendEvent(view.id, view.destination, {
-          event: RealtimeEvent.closed,
-          reason: String(h.reason ?? ''),
-          'exit-code': h.code === null || h.code === undefined ? undefined : String(h.code),
-        });
-        return;
-      }
-    }
-  }
-
-  /** Sends at once when the socket is idle; otherwise accumulates until the in-flight send drains. */
-  private output(view: ShellView, offset: number, data: Buffer): void {
-    if (this.inflight === 0 && view.pendingBytes === 0) {
-      this.sendOutput(view, offset, [data], data.length, 0);
-      return;
-    }
-    if (view.pendingBytes === 0) view.pendingOffset = offset;
-    view.pending.push(data);
-    view.pendingBytes += data.length;
-    this.dirty.add(view);
-  }
-
-  private flushView(view: ShellView): void {
-    if (view.pendingBytes === 0) return;
-    const chunks = view.pending;
-    const n = view.pendingBytes;
-    view.pending = [];
-    view.pendingBytes = 0;
-    this.dirty.delete(view);
-    this.sendOutput(view, view.pendingOffset, chunks, n, 0);
-  }
-
-  private sendOutput(view: ShellView, offset: number, chunks: Buffer[], n: number, lost: number): void {
-    const head = serializeHead('MESSAGE', {
-      subscription: view.id,
-      'message-id': String(++this.messageSeq),
-      destination: view.destination,
-      'content-type': 'application/octet-stream',
-      offset: String(offset),
-      truncated: lost ? String(lost) : undefined,
-      'content-length': String(n),
-    });
-    const frame = Buffer.concat([Buffer.from(head), ...chunks, NUL], Buffer.byteLength(head) + n + 1);
-    this.sendFrame(frame);
-  }
-
   private readonly drained = (): void => {
     this.inflight--;
-    if (this.inflight === 0 && this.dirty.size && this.state !== 'closed') {
-      for (const v of [...this.dirty]) this.flushView(v);
-    }
+    this.waitingSince = Date.now();
+    if (this.state !== 'closed') this.out.drained();
   };
 
   private sendFrame(frame: Uint8Array): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
-    this.inflight++;
+    if (this.inflight++ === 0) this.waitingSince = Date.now();
     this.ws.send(frame, { binary: true }, this.drained);
   }
 
@@ -537,11 +620,13 @@ export class StompConnection {
     if (!s) return;
     this.subs.delete(id);
     s.off?.();
+    s.off = null;
     if (s.kind === 'shell') {
-      this.dirty.delete(s);
+      this.out.forget(s);
       if (s.state !== 'closed')
         this.opts.bus.publish(shellIn(s.shellId), { h: { t: 'detach', v: s.viewerId } });
       s.state = 'closed';
+      s.attached?.({ ok: false, key: RealtimeErrorKey.notFound });
     }
   }
 
@@ -583,15 +668,24 @@ export class StompConnection {
       this.ws.close(code);
     } catch {
       this.ws.terminate();
+      return;
     }
+    // A peer that does not read never answers the close handshake; ws would hold the socket (and
+    // what it buffered) for 30 s.
+    const cut = setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS);
+    cut.unref();
+    this.ws.once('close', () => clearTimeout(cut));
   }
 
   private cleanup(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
     for (const t of this.timers) clearTimeout(t);
+    this.timers.length = 0;
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
     for (const id of [...this.subs.keys()]) this.unsubscribe(id);
-    this.dirty.clear();
+    this.out.clear();
     this.opts.onClose(this);
   }
 }

@@ -1,12 +1,16 @@
 // The realtime endpoint of this instance (`app.realtime`): accepts WebSocket upgrades at /ws (Origin
 // checked, permessage-deflate off: compressing terminal output costs several times the CPU per GiB
-// and lowers throughput), runs one StompConnection per socket, sweeps for vanished clients, and
-// publishes board state and user notifications onto the bus for every instance to deliver.
+// and lowers throughput), runs one StompConnection per socket, sweeps for vanished clients and
+// expired tokens, and publishes board state, user notifications and ended sign-ins onto the bus for
+// every instance to deliver: an ended sign-in closes the connections authenticated with it wherever
+// they are held (and, through the shells' own control handler, the shells opened with it).
 import crypto from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
+import type { SessionEnd } from '#server/auth/tokens.ts';
+import { EXPIRED, sessionEndOf } from '#server/auth/tokens.ts';
 import { type BoardStateEvent, STOMP_LIMITS, type UserNotification, WS_PATH } from '#shared/realtime.ts';
 import {
   boardChannel,
@@ -23,6 +27,9 @@ export interface HubOptions {
   allowedOrigins: string[];
   connectTimeoutMs?: number;
   maxSubscriptions?: number;
+  /** Service time (ms) by which token expiry is judged: the app's clock. */
+  now?: () => number;
+  slowConsumerMs?: number;
 }
 
 export function allowedOriginsFromConfig(publicUrl: string | undefined, extra: string): string[] {
@@ -115,10 +122,28 @@ export class RealtimeHub {
     this.bus.publish(boardChannel(deviceId), { h: full as unknown as Record<string, unknown> });
   }
 
-  stats(): { connections: number; pendingBytes: number } {
+  /**
+   * Ends sign-ins on every instance: each connection authenticated with one of these credentials gets
+   * an ERROR with the session code and is closed; the shells opened with them close.
+   */
+  endCredentials(credentialIds: readonly string[], end: SessionEnd): void {
+    if (credentialIds.length === 0) return;
+    this.bus.publish(CONTROL_CHANNEL, { h: { t: 'endSessions', ids: [...credentialIds], ...end } });
+  }
+
+  /** Ends every sign-in of a user (deactivation): every connection and shell of the user, everywhere. */
+  endUser(userId: string, end: SessionEnd): void {
+    this.bus.publish(CONTROL_CHANNEL, { h: { t: 'endSessions', userId, ...end } });
+  }
+
+  stats(): { connections: number; pendingBytes: number; backlogBytes: number } {
     let pendingBytes = 0;
-    for (const c of this.connections) pendingBytes += c.pendingBytes;
-    return { connections: this.connections.size, pendingBytes };
+    let backlogBytes = 0;
+    for (const c of this.connections) {
+      pendingBytes += c.pendingBytes;
+      backlogBytes += c.backlogBytes;
+    }
+    return { connections: this.connections.size, pendingBytes, backlogBytes };
   }
 
   /** Same-origin pages, the configured console origin and the extra allowed list may connect;
@@ -149,23 +174,48 @@ export class RealtimeHub {
         heartbeatMs: this.opts.heartbeatMs,
         connectTimeoutMs: this.opts.connectTimeoutMs ?? 10_000,
         maxSubscriptions: this.opts.maxSubscriptions ?? 256,
+        slowConsumerMs: this.opts.slowConsumerMs,
         ip: req.socket.remoteAddress ?? '',
         onClose: (c) => this.connections.delete(c),
+        onSessionEnded: (c, end) => {
+          if (c.user) this.endCredentials([c.user.credentialId], end);
+          else c.endSession(end);
+        },
       });
       this.connections.add(conn);
     });
   };
 
   private onControl(m: BusMessage): void {
-    if (m.h.t !== 'closeApply') return;
-    for (const c of this.connections) c.cutApply(String(m.h.applyId), String(m.h.reason ?? ''));
+    const h = m.h;
+    if (h.t === 'closeApply') {
+      for (const c of this.connections) c.cutApply(String(h.applyId), String(h.reason ?? ''));
+    } else if (h.t === 'endSessions') {
+      const ids = new Set(Array.isArray(h.ids) ? h.ids.map(String) : []);
+      const userId = typeof h.userId === 'string' ? h.userId : null;
+      const fallback = sessionEndOf(null);
+      const end: SessionEnd = {
+        code: Number(h.code) || fallback.code,
+        key: typeof h.key === 'string' ? h.key : fallback.key,
+        message: typeof h.message === 'string' ? h.message : fallback.message,
+      };
+      for (const c of [...this.connections]) {
+        const u = c.user;
+        if (u && (u.id === userId || ids.has(u.credentialId))) c.endSession(end);
+      }
+    }
   }
 
   private sweep(): void {
     const now = Date.now();
     // A client that sends heart-beats every H ms is gone after 2H of silence; a ping at H gives a
     // background tab (timers throttled) a transport-level way to prove it is alive.
-    for (const c of this.connections)
+    for (const c of [...this.connections])
       c.checkAlive(now, 2 * this.opts.heartbeatMs + 1000, this.opts.heartbeatMs);
+    // Expiry by the service clock (each connection also has a timer; this catches a clock moved ahead).
+    const clock = this.opts.now?.() ?? now;
+    const expired = new Set<string>();
+    for (const c of this.connections) if (c.user && c.expired(clock)) expired.add(c.user.credentialId);
+    if (expired.size) this.endCredentials([...expired], sessionEndOf(EXPIRED));
   }
 }

@@ -30,6 +30,7 @@ export const realtimeFeature: Feature = {
           app.config.BIANBU_PUBLIC_URL,
           app.config.BIANBU_ALLOWED_ORIGINS,
         ),
+        now: () => app.clock.now().getTime(),
       }),
     );
     app.decorate('shells', new ShellManager(bus, driverLookup(app), app.log));

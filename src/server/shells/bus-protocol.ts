@@ -3,9 +3,16 @@
 //
 // shell.{id}.in   front → owner   attach {v, u, from} | detach {v} | keep {v} | input (data)
 //                                 | resize {cols, rows} | ack {v, o} | close {applyId, reason}
+//                                 | fetch {v, from, max}
 // shell.{id}.out  owner → fronts  data {o} (data) | replay {v, o, lost} (data) | refused {v, key}
-//                                 | exit {reason, code}
+//                                 | catchup {v, o, lost, end} (data) | exit {reason, code}
 // rt.ctl          anyone → all    closeApply {applyId, reason} | closeBoard {deviceId, reason}
+//                                 | endSessions {ids?, userId?, code, key, message}
+//
+// `fetch` asks for at most `max` bytes of the ring from `from` for a viewer whose socket could not
+// take them when they were produced; `catchup` answers them (`end`: the ring's end then). `endSessions`
+// ends the sign-ins with the credential ids `ids` (or every sign-in of `userId`): fronts close the
+// connections authenticated with them, owners close the shells opened with them.
 //
 // `v` is a viewer id: one per STOMP subscription to a shell. Output is broadcast to every viewer;
 // a replay is addressed to one viewer, which drops live output until its replay arrives and then

@@ -1,7 +1,8 @@
 // The shells of this instance (`app.shells`). Opens PTYs through the board driver of the apply's
 // board, keeps the sessions it owns, and closes them on request from any instance: closes travel
-// over the bus (shell.{id}.in for one shell, rt.ctl for an apply or a board), so the lifecycle
-// feature calls closeForApply / closeForBoard on whichever instance notices the end.
+// over the bus (shell.{id}.in for one shell, rt.ctl for an apply, a board or an ended sign-in), so
+// the lifecycle feature calls closeForApply / closeForBoard on whichever instance notices the end,
+// and a revoked, expired or deactivated sign-in (rt.ctl endSessions) ends the shells opened with it.
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BoardDriver, PtySize } from '#server/boards/driver.ts';
@@ -26,6 +27,8 @@ export interface OpenShellInput {
   userId: string;
   shellType: ShellType;
   size?: PtySize;
+  /** The credential of the call that opened it: ending that sign-in ends the shell. */
+  credentialId?: string;
 }
 
 export type DriverLookup = (deviceId: string) => BoardDriver | Promise<BoardDriver>;
@@ -146,6 +149,10 @@ export class ShellManager {
 
   private onControl(m: BusMessage): void {
     const h = m.h;
+    if (h.t === 'endSessions') {
+      this.endSessions(h);
+      return;
+    }
     const reason = String(h.reason ?? ShellCloseReason.closed);
     for (const s of this.sessions.values()) {
       if (
@@ -154,6 +161,18 @@ export class ShellManager {
         (h.t === 'closeBoard' && s.meta.deviceId === h.deviceId && !(reason === ShellCloseReason.boardReset && s.meta.shellType === 'serial'))
       )
         s.close(reason);
+    }
+  }
+
+  /** A sign-in ended: its shells close (every shell of the user when `userId` is given). */
+  private endSessions(h: Record<string, unknown>): void {
+    const ids = new Set(Array.isArray(h.ids) ? h.ids.map(String) : []);
+    const userId = typeof h.userId === 'string' ? h.userId : null;
+    for (const s of this.sessions.values()) {
+      if (s.ended) continue;
+      const byUser = userId !== null && s.meta.userId === userId;
+      const byCredential = s.meta.credentialId !== undefined && ids.has(s.meta.credentialId);
+      if (byUser || byCredential) s.close(ShellCloseReason.sessionEnded);
     }
   }
 

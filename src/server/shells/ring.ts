@@ -43,14 +43,14 @@ export class ScrollbackRing {
   }
 
   /**
-   * Bytes from `from` (clamped to what the ring still holds) to the end, copied out. `lost` counts
-   * the requested bytes that have already left the ring.
+   * Bytes from `from` (clamped to what the ring still holds) to the end, or at most `max` of them,
+   * copied out. `lost` counts the requested bytes that have already left the ring.
    */
-  readFrom(from: number): { offset: number; data: Buffer; lost: number } {
+  readFrom(from: number, max = Number.POSITIVE_INFINITY): { offset: number; data: Buffer; lost: number } {
     const start = this.start;
     const offset = Math.min(Math.max(from, start), this.endOffset);
     const lost = from < start ? start - Math.max(from, 0) : 0;
-    const n = this.endOffset - offset;
+    const n = Math.min(this.endOffset - offset, Math.max(0, max));
     const out = Buffer.allocUnsafe(n);
     if (n > 0) {
       const cap = this.buf.length;

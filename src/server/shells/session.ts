@@ -1,7 +1,8 @@
 // One shell session on the instance that owns its PTY. Lifecycle: opened by apply-device-shell
 // (PTY from the board driver), streams output into its ring and onto the bus, serves attaches of
-// viewers (replay from an offset, then live), applies flow control from their acknowledgements, and
-// ends when the program exits or it is closed (unapply, apply end, lease expiry, board reset). An
+// viewers (replay from an offset, then live, and bounded re-reads from the ring for a viewer whose
+// socket was full), applies flow control from their acknowledgements, and ends when the program
+// exits or it is closed (unapply, apply end, lease expiry, board reset, the sign-in ending). An
 // ended session keeps its ring for a while so a console that reconnects sees the last output and
 // the reason, then the manager forgets it.
 import type { PtyHandle } from '#server/boards/driver.ts';
@@ -17,6 +18,8 @@ export interface ShellMeta {
   deviceId: string;
   userId: string;
   shellType: ShellType;
+  /** The credential (token or API key) the shell was opened with: the shell ends with it. */
+  credentialId?: string;
 }
 
 interface Viewer {
@@ -127,6 +130,9 @@ export class ShellSession {
         if (v) v.seenAt = this.now();
         return;
       }
+      case 'fetch':
+        this.fetch(String(h.v), Number(h.from), Number(h.max));
+        return;
       case 'close':
         if (h.applyId === this.meta.applyId) {
           if (this.ended) this.publishExit();
@@ -148,6 +154,24 @@ export class ShellSession {
     this.bus.publish(this.outChannel, { h: { t: 'replay', v: viewer, o: offset, lost }, data });
     if (this.ended) this.publishExit();
     this.flow();
+  }
+
+  /**
+   * Ring bytes for a viewer that fell behind because its socket was full. Only an attached viewer
+   * (or anyone once the shell ended, when the viewers are gone) is answered; the copy is bounded.
+   */
+  private fetch(viewer: string, from: number, max: number): void {
+    const v = this.viewers.get(viewer);
+    if (!v && !this.ended) return;
+    if (!Number.isSafeInteger(from) || from < 0) return;
+    const limit =
+      Number.isSafeInteger(max) && max > 0 ? Math.min(max, SHELL_FLOW.catchUpBytes) : SHELL_FLOW.catchUpBytes;
+    if (v) v.seenAt = this.now();
+    const { offset, data, lost } = this.ring.readFrom(from, limit);
+    this.bus.publish(this.outChannel, {
+      h: { t: 'catchup', v: viewer, o: offset, lost, end: this.ring.end },
+      data,
+    });
   }
 
   /** Unacknowledged bytes are counted against the slowest live viewer, or the last ack when none. */

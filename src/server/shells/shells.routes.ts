@@ -35,6 +35,7 @@ export function shellRoutes(app: FastifyInstance) {
         userId: apply.userId,
         shellType: input.shellType,
         size,
+        credentialId: ctx.user?.credentialId || undefined,
       });
       return { clientId, shellType: input.shellType };
     },
