@@ -4,6 +4,7 @@ import { STORAGE } from '#shared/constants.ts';
 import { userCalls } from '#shared/user.ts';
 import { ApiError, call } from '#web/api/http.ts';
 import { currentLanguage, t } from '#web/i18n/i18n.ts';
+import { realtime } from '#web/realtime/client.ts';
 import { safeRedirect } from '#web/router/access.ts';
 import { routeTable } from '#web/router/table.ts';
 import { flattenRoutes } from '#web/router/types.ts';
@@ -104,6 +105,9 @@ export function onUserLoadFailed(err: unknown): void {
  * and the root path loads afresh so that the state, every store, socket and timer go with it.
  */
 export async function logoutAndLeave(): Promise<void> {
+  // The socket goes first: the service ends it with the token (ERROR 50008), and this tab must not
+  // take its own logout for a session ended elsewhere and ask to sign in again.
+  void realtime.stop();
   if (readToken()) {
     try {
       await call(userCall('userLogout'), {}, { silent: true });

@@ -84,16 +84,20 @@ export class RealtimeClient {
       realtimeState.status = 'connecting';
     };
     client.onConnect = () => {
+      if (this.client !== client) return;
       realtimeState.status = 'connected';
       realtimeState.lastError = '';
       realtimeState.generation++;
       for (const t of this.topics.values()) this.attach(t);
     };
     client.onWebSocketClose = () => {
+      if (this.client !== client) return;
       for (const t of this.topics.values()) t.sub = null;
       if (realtimeState.status !== 'ended') realtimeState.status = 'disconnected';
     };
     client.onStompError = (frame) => {
+      // A stopped client's last frames (the service ending the socket of a logout) mean nothing.
+      if (this.client !== client) return;
       const code = Number(frame.headers.code);
       realtimeState.lastError = frame.headers.error ?? frame.headers.message ?? '';
       if (SESSION_END_CODES.includes(code)) {
@@ -119,11 +123,15 @@ export class RealtimeClient {
     }, STOMP_CHECK_INTERVAL_MS);
   }
 
+  /** Detaches at once (frames still arriving on the old socket are ignored), then closes it. */
   async stop(): Promise<void> {
-    await this.deactivate();
-    this.topics.clear();
+    const client = this.client;
     this.client = null;
+    this.topics.clear();
     realtimeState.status = 'idle';
+    if (this.checker) clearInterval(this.checker);
+    this.checker = null;
+    await client?.deactivate();
   }
 
   /** Reconnects at once (for example after a new apply, so CONNECT carries the new applyId). */
