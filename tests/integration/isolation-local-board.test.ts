@@ -16,7 +16,6 @@ import { UID_BASE } from '#server/boards/local/uid-slots.ts';
 
 const host = hostSupport();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-iso-'));
-const registry = path.join(work, 'uid-slots');
 
 function makeBoard(id: string, opts: Partial<{ memoryMb: number; diskQuotaMb: number; maxProcesses: number; cores: number }> = {}) {
   return new LocalDriver({
@@ -28,7 +27,6 @@ function makeBoard(id: string, opts: Partial<{ memoryMb: number; diskQuotaMb: nu
     boardDir: path.join(work, 'data', 'boards', id),
     pluginsDir: path.join(work, 'plugins'),
     sandboxed: true,
-    uidRegistry: registry,
   });
 }
 
@@ -86,6 +84,8 @@ describeIf('a local board is not the host', () => {
     expect(st.uid).toBeGreaterThanOrEqual(UID_BASE);
     expect(st.uid).toBe(a.hostUid);
     expect(b.hostUid).not.toBe(a.hostUid);
+    // Board processes get the usual umask, not the service's private one.
+    expect(st.mode & 0o777).toBe(0o644);
     expect(Math.abs((b.hostUid ?? 0) - (a.hostUid ?? 0))).toBeGreaterThanOrEqual(65536);
   });
 
@@ -299,8 +299,7 @@ describeIf('an upload interrupted by a crash of the service', () => {
         options: opts,
         boardDir: path.join(work, 'data', 'boards', id),
         pluginsDir: path.join(work, 'plugins'),
-        uidRegistry: registry,
-        target: '/root/partial.bin',
+            target: '/root/partial.bin',
       }),
     };
     const helper = path.join(import.meta.dirname, 'helpers', 'upload-then-hang.ts');

@@ -85,13 +85,15 @@ export class BoardCgroups {
 
   /**
    * argv prefix that makes the following command join the board's cgroups and then exec it; a
-   * process that cannot join does not run (exit 125), so nothing runs in a board unconfined.
+   * process that cannot join does not run (exit 125), so nothing runs in a board unconfined. It also
+   * gives board processes the usual umask 022 instead of the service's private 077.
    */
   prefix(): string[] {
-    const files = this.procsFiles();
-    if (!files.length) return [];
-    const quoted = files.map((f) => `'${f.replaceAll("'", `'\\''`)}'`).join(' ');
-    return ['/bin/sh', '-c', `for f in ${quoted}; do echo $$ > "$f" || exit 125; done; exec "$@"`, 'bianbu-join'];
+    const quoted = this.procsFiles()
+      .map((f) => `'${f.replaceAll("'", `'\\''`)}'`)
+      .join(' ');
+    const join = quoted ? `for f in ${quoted}; do echo $$ > "$f" || exit 125; done; ` : '';
+    return ['/bin/sh', '-c', `umask 022; ${join}exec "$@"`, 'bianbu-join'];
   }
 
   /** Memory the board's processes use now (page cache included), or null without a memory cgroup. */

@@ -58,7 +58,10 @@ export interface LocalBoardInit {
   sandboxed: boolean;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
   callTimeoutMs?: number;
-  /** Host-wide registry of uid ranges (tests may point it elsewhere). */
+  /**
+   * Host-wide registry of uid ranges. Every service on a host must use the same one: slots also name
+   * the mount points under `runDir`.
+   */
   uidRegistry?: string;
   /** Host directory under which board roots are mounted for their sandboxes. */
   runDir?: string;
@@ -552,7 +555,11 @@ export class LocalDriver implements BoardDriver {
   /** Temporary files of uploads a crash interrupted are removed (inside the board) when it is up again. */
   private async sweepUploads(): Promise<void> {
     try {
-      const { removed } = await this.journal.sweep(await this.sftpSession());
+      const { removed } = await withTimeout(
+        this.sftpSession().then((sftp) => this.journal.sweep(sftp)),
+        this.timeoutMs,
+        'upload sweep',
+      );
       if (removed.length) this.init.log?.('removed interrupted uploads', { boardId: this.boardId, files: removed.length });
     } catch (err) {
       this.init.log?.('could not sweep interrupted uploads', { boardId: this.boardId, err: (err as Error).message });
