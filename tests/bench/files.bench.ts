@@ -80,7 +80,8 @@ async function main() {
     const deviceId: string = lease.data.deviceId;
     const applyId: string = (await inject('/api/device/apply-device', { deviceId })).data.applyId;
     await t.app.boards.driver(deviceId).probe(20_000);
-    const boardRoot = path.join(t.dataDir, 'boards', deviceId, 'root');
+    // The board's file system as the host sees it (its mount point, outside the data dir).
+    const boardRoot = (t.app.boards.driver(deviceId) as unknown as { rootPath: string }).rootPath;
 
     const src = path.join(work, 'source.bin');
     console.log(
