@@ -1,0 +1,44 @@
+// What palette commands and keys do to the VNC pane: the mounted pane fills these in (the RFB client
+// lives in the lazily loaded pane), and they do nothing while no desktop is open.
+export const SPECIAL_KEYS = {
+  ctrlAltDel: [
+    [0xffe3, 'ControlLeft'],
+    [0xffe9, 'AltLeft'],
+    [0xffff, 'Delete'],
+  ],
+  ctrlW: [
+    [0xffe3, 'ControlLeft'],
+    [0x77, 'KeyW'],
+  ],
+  ctrlT: [
+    [0xffe3, 'ControlLeft'],
+    [0x74, 'KeyT'],
+  ],
+  ctrlN: [
+    [0xffe3, 'ControlLeft'],
+    [0x6e, 'KeyN'],
+  ],
+  altTab: [
+    [0xffe9, 'AltLeft'],
+    [0xff09, 'Tab'],
+  ],
+  altF4: [
+    [0xffe9, 'AltLeft'],
+    [0xffc1, 'F4'],
+  ],
+  super: [[0xffeb, 'MetaLeft']],
+  ctrlEsc: [
+    [0xffe3, 'ControlLeft'],
+    [0xff1b, 'Escape'],
+  ],
+  f11: [[0xffc8, 'F11']],
+  printScreen: [[0xff61, 'PrintScreen']],
+} as const satisfies Record<string, readonly (readonly [number, string])[]>;
+
+export type SpecialKey = keyof typeof SPECIAL_KEYS;
+
+export const vncOps = {
+  sendKeys: (_k: SpecialKey): void => {},
+  reconnect: (): void => {},
+  focus: (): void => {},
+};
