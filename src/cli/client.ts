@@ -1,68 +1,68 @@
-// The cli's HTTP client: the same contract as the console, an API key as the credential.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+// The cli's HTTP client: the same contract as the console (payloads checked with the schemas the
+// server validates with, answers typed from them), an API key or access token as the credential.
 import type { Envelope } from '#shared/codes.ts';
-import { type CallDef, callTimeoutMs } from '#shared/http.ts';
+import { type CallDef, callTimeoutMs, type RequestOf, type ResponseOf } from '#shared/http.ts';
+import type { CliConfig } from './config.ts';
+import { CliError, classify, fromNetworkError } from './errors.ts';
 
-export interface CliConfig {
-  url: string;
-  key?: string;
+export interface CallOpts {
   applyId?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
 }
 
-export const configPath = () =>
-  process.env.BIANBU_CLI_CONFIG ?? path.join(process.env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config'), 'bianbu', 'cli.json');
+export function authHeaders(cfg: CliConfig, applyId?: string): Record<string, string> {
+  const headers: Record<string, string> = { 'x-tz': Intl.DateTimeFormat().resolvedOptions().timeZone };
+  if (cfg.key) headers.authorization = cfg.key;
+  const apply = applyId ?? cfg.applyId;
+  if (apply) headers.applyaccess = apply;
+  return headers;
+}
 
-export function readConfig(): CliConfig {
-  // An empty variable counts as unset, as in most shells' scripts.
-  const envUrl = process.env.BIANBU_URL || undefined;
-  const envKey = process.env.BIANBU_API_KEY || undefined;
-  const fromEnv: CliConfig = { url: envUrl ?? 'http://localhost:8080', key: envKey };
+/** Turns an envelope that is not a success into the CliError scripts switch on. */
+export function envelopeError(env: Envelope, what: string): CliError {
+  const key = env.error ?? String(env.code);
+  const fields = env.fields?.length ? `: ${env.fields.map((f) => `${f.path} ${f.message}`).join('; ')}` : '';
+  return new CliError(
+    `${what}: ${env.message}${fields}`,
+    key,
+    classify(env.code, env.error),
+    env.code,
+    env.data,
+  );
+}
+
+export async function readEnvelope(res: Response, what: string): Promise<Envelope> {
+  const text = await res.text();
   try {
-    const saved = JSON.parse(fs.readFileSync(configPath(), 'utf8')) as Partial<CliConfig>;
-    return {
-      url: envUrl ?? saved.url ?? fromEnv.url,
-      key: fromEnv.key ?? saved.key,
-      applyId: saved.applyId,
-    };
+    return JSON.parse(text) as Envelope;
   } catch {
-    return fromEnv;
+    throw new CliError(
+      `${what}: HTTP ${res.status} ${text.slice(0, 200)}`,
+      `http.${res.status}`,
+      res.status >= 500 ? 'server' : res.status === 404 ? 'notfound' : 'usage',
+      res.status * 100,
+    );
   }
 }
 
-/** Saved atomically (temp file then rename), readable only by the owner: it holds a credential. */
-export function writeConfig(cfg: CliConfig): void {
-  const file = configPath();
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, `${JSON.stringify(cfg, null, 2)}\n`, { mode: 0o600 });
-  fs.renameSync(tmp, file);
-}
-
-export class CliError extends Error {
-  constructor(
-    message: string,
-    readonly code?: number,
-  ) {
-    super(message);
-  }
-}
-
-export async function invoke(cfg: CliConfig, call: CallDef, payload: Record<string, unknown>): Promise<unknown> {
+export async function invoke<C extends CallDef>(
+  cfg: CliConfig,
+  call: C,
+  payload: RequestOf<C>,
+  opts: CallOpts = {},
+): Promise<ResponseOf<C>> {
   const parsed = call.request.safeParse(payload);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
-    throw new CliError(`invalid ${i.path.join('.') || 'payload'}: ${i.message}`);
+    throw new CliError(`invalid ${i.path.join('.') || 'payload'}: ${i.message}`, 'request.invalid', 'usage');
   }
   const url = new URL(call.path, cfg.url);
-  const headers: Record<string, string> = { 'x-tz': Intl.DateTimeFormat().resolvedOptions().timeZone };
-  if (cfg.key) headers.authorization = cfg.key;
-  if (cfg.applyId) headers.applyaccess = cfg.applyId;
+  const headers = authHeaders(cfg, opts.applyId);
   let body: string | undefined;
   if (call.method === 'GET') {
     for (const [k, v] of Object.entries(parsed.data as Record<string, unknown>)) {
-      if (v !== undefined) url.searchParams.set(k, String(v));
+      if (v !== undefined) url.searchParams.set(k, typeof v === 'object' ? JSON.stringify(v) : String(v));
     }
   } else if (call.payload === 'form') {
     headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -71,14 +71,15 @@ export async function invoke(cfg: CliConfig, call: CallDef, payload: Record<stri
     headers['content-type'] = 'application/json';
     body = JSON.stringify(parsed.data);
   }
-  const res = await fetch(url, { method: call.method, headers, body, signal: AbortSignal.timeout(callTimeoutMs(call)) });
-  const text = await res.text();
-  let env: Envelope;
+  const signals = [AbortSignal.timeout(opts.timeoutMs ?? callTimeoutMs(call))];
+  if (opts.signal) signals.push(opts.signal);
+  let res: Response;
   try {
-    env = JSON.parse(text) as Envelope;
-  } catch {
-    throw new CliError(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+    res = await fetch(url, { method: call.method, headers, body, signal: AbortSignal.any(signals) });
+  } catch (err) {
+    throw fromNetworkError(err, `${call.name} (${cfg.url})`);
   }
-  if (env.code !== 20000) throw new CliError(`${env.message} (${env.error ?? env.code})`, env.code);
-  return env.data;
+  const env = await readEnvelope(res, call.name);
+  if (env.code !== 20000) throw envelopeError(env, call.name);
+  return env.data as ResponseOf<C>;
 }

@@ -1,0 +1,103 @@
+// `bianbu completion bash|zsh|fish`: scripts generated from the command tree itself, so a new
+// command or option completes without anyone editing them. Board arguments complete from the
+// caller's held boards (`bianbu leases -q`).
+import type { Command, Option } from 'commander';
+import { usage } from '../errors.ts';
+
+const BOARD_ARGS = /board/;
+
+interface Node {
+  name: string;
+  description: string;
+  options: string[];
+  boards: boolean;
+}
+
+function nodes(program: Command): Node[] {
+  return program.commands
+    .filter((c) => !(c as Command & { _hidden?: boolean })._hidden)
+    .map((c) => ({
+      name: c.name(),
+      description: c.description().replace(/'/g, ''),
+      options: [...c.options, ...program.options].flatMap((o: Option) =>
+        [o.long, o.short].filter((x): x is string => Boolean(x)),
+      ),
+      boards: c.registeredArguments.some((a) => BOARD_ARGS.test(a.name())),
+    }));
+}
+
+function bash(program: Command): string {
+  const ns = nodes(program);
+  const cases = ns
+    .map((n) => `    ${n.name}) opts="${n.options.join(' ')}"; boards=${n.boards ? 1 : 0} ;;`)
+    .join('\n');
+  return `# bianbu completion for bash: source <(bianbu completion bash)
+_bianbu() {
+  local cur cmd opts boards i
+  cur="\${COMP_WORDS[COMP_CWORD]}"
+  cmd=""
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case "\${COMP_WORDS[i]}" in -*) ;; *) cmd="\${COMP_WORDS[i]}"; break ;; esac
+  done
+  if [[ -z "$cmd" ]]; then
+    COMPREPLY=( $(compgen -W "${ns.map((n) => n.name).join(' ')} help" -- "$cur") )
+    return
+  fi
+  opts=""; boards=0
+  case "$cmd" in
+${cases}
+  esac
+  if [[ "$cur" == -* ]]; then
+    COMPREPLY=( $(compgen -W "$opts --help" -- "$cur") )
+  elif [[ "$boards" == 1 ]]; then
+    COMPREPLY=( $(compgen -W "$(bianbu leases -q 2>/dev/null)" -- "$cur") )
+  else
+    COMPREPLY=( $(compgen -f -- "$cur") )
+  fi
+}
+complete -F _bianbu bianbu
+`;
+}
+
+function zsh(program: Command): string {
+  return `#compdef bianbu
+# bianbu completion for zsh: source <(bianbu completion zsh)
+autoload -U +X bashcompinit && bashcompinit
+${bash(program)}`;
+}
+
+function fish(program: Command): string {
+  const ns = nodes(program);
+  const lines = ['# bianbu completion for fish: bianbu completion fish | source', 'complete -c bianbu -f'];
+  for (const n of ns) {
+    lines.push(`complete -c bianbu -n __fish_use_subcommand -a ${n.name} -d '${n.description}'`);
+    for (const o of n.options) {
+      const flag = o.startsWith('--') ? `-l ${o.slice(2)}` : `-s ${o.slice(1)}`;
+      lines.push(`complete -c bianbu -n '__fish_seen_subcommand_from ${n.name}' ${flag}`);
+    }
+    if (n.boards)
+      lines.push(
+        `complete -c bianbu -n '__fish_seen_subcommand_from ${n.name}' -a '(bianbu leases -q 2>/dev/null)'`,
+      );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerCompletion(program: Command): void {
+  program
+    .command('completion <shell>')
+    .description('print a completion script for bash, zsh or fish')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  source <(bianbu completion bash)          # add to ~/.bashrc
+  bianbu completion zsh > "\${fpath[1]}/_bianbu"
+  bianbu completion fish > ~/.config/fish/completions/bianbu.fish`,
+    )
+    .action((shell: string) => {
+      const gen = { bash, zsh, fish }[shell];
+      if (!gen) throw usage('completion: bash, zsh or fish');
+      process.stdout.write(gen(program));
+    });
+}
