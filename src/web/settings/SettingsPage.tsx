@@ -1,4 +1,5 @@
-// /cloudsetting: language and theme, terminal theme, the API key for scripts, and the profile.
+// /cloudsetting: language and theme, terminal theme, the workbench's keys, the API key for scripts,
+// and the profile.
 import { useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
@@ -10,26 +11,14 @@ import { openProfile } from '#web/auth/profile-state.ts';
 import { CopyButton } from '#web/components/CopyButton.tsx';
 import { Icon, type IconName } from '#web/components/icons.tsx';
 import { Modal } from '#web/components/Modal.tsx';
-import { Alert, Avatar, Button, Card, cx } from '#web/components/ui.tsx';
+import { Alert, Avatar, Button, cx } from '#web/components/ui.tsx';
 import { LANGUAGE_LABELS, setLanguage } from '#web/i18n/i18n.ts';
 import { PageHeader, usePageTabs } from '#web/layout/PageHeader.tsx';
 import { useRouteMeta } from '#web/router/handle.ts';
 import { appState, setDarkTermTheme, setTheme } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
-
-function Section({ title, description, children }: { title: string; description?: string; children: React.ReactNode }) {
-  return (
-    <Card className="p-0">
-      <div className="grid gap-4 p-5 md:grid-cols-[220px_1fr]">
-        <div>
-          <h2 className="text-sm font-semibold text-zinc-900 dark:text-zinc-100">{title}</h2>
-          {description ? <p className="mt-1 text-xs leading-relaxed text-zinc-500 dark:text-zinc-400">{description}</p> : null}
-        </div>
-        <div>{children}</div>
-      </div>
-    </Card>
-  );
-}
+import { KeymapTab } from './KeymapTab.tsx';
+import { Section } from './Section.tsx';
 
 function Choice({
   selected,
@@ -76,14 +65,28 @@ function GeneralTab() {
       <Section title={t('language.title')} description={t('language.description')}>
         <fieldset aria-label={t('language.title')} className="flex flex-wrap gap-2 border-0 p-0">
           {LANGUAGES.map((l) => (
-            <Choice key={l} selected={i18n.language === l} onClick={() => void setLanguage(l)} label={LANGUAGE_LABELS[l]} icon="globe" testId={`set-lang-${l}`} />
+            <Choice
+              key={l}
+              selected={i18n.language === l}
+              onClick={() => void setLanguage(l)}
+              label={LANGUAGE_LABELS[l]}
+              icon="globe"
+              testId={`set-lang-${l}`}
+            />
           ))}
         </fieldset>
       </Section>
       <Section title={t('theme.title')} description={t('theme.description')}>
         <fieldset aria-label={t('theme.title')} className="flex flex-wrap gap-2 border-0 p-0">
           {(['light', 'dark'] as const).map((th) => (
-            <Choice key={th} selected={theme === th} onClick={() => setTheme(th)} label={t(`theme.${th}`)} icon={th === 'dark' ? 'moon' : 'sun'} testId={`set-theme-${th}`}>
+            <Choice
+              key={th}
+              selected={theme === th}
+              onClick={() => setTheme(th)}
+              label={t(`theme.${th}`)}
+              icon={th === 'dark' ? 'moon' : 'sun'}
+              testId={`set-theme-${th}`}
+            >
               <span
                 aria-hidden="true"
                 className={cx(
@@ -91,8 +94,15 @@ function GeneralTab() {
                   th === 'dark' ? 'border-zinc-700 bg-zinc-950' : 'border-zinc-200 bg-white',
                 )}
               >
-                <span className={cx('block h-1.5 w-10 rounded', th === 'dark' ? 'bg-zinc-700' : 'bg-zinc-200')} />
-                <span className={cx('mt-1.5 block h-1.5 w-16 rounded', th === 'dark' ? 'bg-zinc-800' : 'bg-zinc-100')} />
+                <span
+                  className={cx('block h-1.5 w-10 rounded', th === 'dark' ? 'bg-zinc-700' : 'bg-zinc-200')}
+                />
+                <span
+                  className={cx(
+                    'mt-1.5 block h-1.5 w-16 rounded',
+                    th === 'dark' ? 'bg-zinc-800' : 'bg-zinc-100',
+                  )}
+                />
                 <span className="mt-1.5 block h-1.5 w-6 rounded bg-violet-500" />
               </span>
             </Choice>
@@ -110,10 +120,18 @@ function TerminalTab() {
     <Section title={t('terminal.title')} description={t('terminal.description')}>
       <fieldset aria-label={t('terminal.title')} className="flex flex-wrap gap-2 border-0 p-0">
         {([true, false] as const).map((dark) => (
-          <Choice key={String(dark)} selected={darkTermTheme === dark} onClick={() => setDarkTermTheme(dark)} label={dark ? t('terminal.dark') : t('terminal.light')}>
+          <Choice
+            key={String(dark)}
+            selected={darkTermTheme === dark}
+            onClick={() => setDarkTermTheme(dark)}
+            label={dark ? t('terminal.dark') : t('terminal.light')}
+          >
             <span
               aria-hidden="true"
-              className={cx('flex h-14 w-36 gap-1 rounded-md border p-2', dark ? 'border-zinc-700 bg-[#0b0b0f]' : 'border-zinc-200 bg-[#fafafa]')}
+              className={cx(
+                'flex h-14 w-36 gap-1 rounded-md border p-2',
+                dark ? 'border-zinc-700 bg-[#0b0b0f]' : 'border-zinc-200 bg-[#fafafa]',
+              )}
             >
               {['#22c55e', '#3b82f6', '#eab308', '#ef4444', dark ? '#e4e4e7' : '#27272a'].map((c) => (
                 <span key={c} className="h-3 w-3 rounded-sm" style={{ background: c }} />
@@ -126,7 +144,11 @@ function TerminalTab() {
   );
 }
 
-type KeyState = { kind: 'idle' } | { kind: 'loading' } | { kind: 'ok'; key: ApiKeyAnswer } | { kind: 'failed'; message: string };
+type KeyState =
+  | { kind: 'idle' }
+  | { kind: 'loading' }
+  | { kind: 'ok'; key: ApiKeyAnswer }
+  | { kind: 'failed'; message: string };
 
 function ApiKeyTab() {
   const { t, i18n } = useTranslation('settings');
@@ -150,7 +172,10 @@ function ApiKeyTab() {
           <>
             <Alert tone="warning">{t('apikey.showOnce')}</Alert>
             <div className="flex items-center gap-2 rounded-md border border-zinc-200 bg-zinc-50 p-2 dark:border-zinc-800 dark:bg-zinc-950">
-              <code className="min-w-0 flex-1 truncate font-mono text-xs text-zinc-900 select-all dark:text-zinc-100" data-testid="apikey-value">
+              <code
+                className="min-w-0 flex-1 truncate font-mono text-xs text-zinc-900 select-all dark:text-zinc-100"
+                data-testid="apikey-value"
+              >
                 {key.apiKey}
               </code>
               <CopyButton text={key.apiKey} />
@@ -163,7 +188,12 @@ function ApiKeyTab() {
               {key.hint}
             </code>
             <span className="ml-auto text-xs text-zinc-500">
-              {t('apikey.created', { date: new Intl.DateTimeFormat(i18n.language, { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(key.createdAt)) })}
+              {t('apikey.created', {
+                date: new Intl.DateTimeFormat(i18n.language, {
+                  dateStyle: 'medium',
+                  timeStyle: 'short',
+                }).format(new Date(key.createdAt)),
+              })}
             </span>
           </div>
         ) : (
@@ -171,15 +201,29 @@ function ApiKeyTab() {
         )}
         {state.kind === 'failed' ? <Alert tone="danger">{state.message}</Alert> : null}
         <div className="flex gap-2">
-          <Button icon="key" onClick={() => void run('apikeyGet')} loading={state.kind === 'loading'} data-testid="apikey-get">
+          <Button
+            icon="key"
+            onClick={() => void run('apikeyGet')}
+            loading={state.kind === 'loading'}
+            data-testid="apikey-get"
+          >
             {t('apikey.get')}
           </Button>
-          <Button icon="refresh" variant="ghost" onClick={() => setConfirm(true)} disabled={state.kind === 'loading'} data-testid="apikey-refresh">
+          <Button
+            icon="refresh"
+            variant="ghost"
+            onClick={() => setConfirm(true)}
+            disabled={state.kind === 'loading'}
+            data-testid="apikey-refresh"
+          >
             {t('apikey.refresh')}
           </Button>
         </div>
         <p className="text-xs text-zinc-500 dark:text-zinc-400">
-          {t('apikey.usage')} <code className="rounded bg-zinc-100 px-1 py-0.5 font-mono text-[11px] dark:bg-zinc-800">Authorization: &lt;key&gt;</code>
+          {t('apikey.usage')}{' '}
+          <code className="rounded bg-zinc-100 px-1 py-0.5 font-mono text-[11px] dark:bg-zinc-800">
+            Authorization: &lt;key&gt;
+          </code>
         </p>
       </div>
       <Modal
@@ -230,7 +274,17 @@ export default function SettingsPage() {
     <div className="mx-auto w-full max-w-4xl space-y-5 px-4 py-6 sm:px-6">
       <PageHeader meta={handle?.meta} tabs={tabs} />
       <div role="tabpanel">
-        {tabs.active === 'terminal' ? <TerminalTab /> : tabs.active === 'apikey' ? <ApiKeyTab /> : tabs.active === 'profile' ? <ProfileTab /> : <GeneralTab />}
+        {tabs.active === 'terminal' ? (
+          <TerminalTab />
+        ) : tabs.active === 'keys' ? (
+          <KeymapTab />
+        ) : tabs.active === 'apikey' ? (
+          <ApiKeyTab />
+        ) : tabs.active === 'profile' ? (
+          <ProfileTab />
+        ) : (
+          <GeneralTab />
+        )}
       </div>
     </div>
   );
