@@ -28,7 +28,11 @@ describe('the palette command registry', () => {
   it('keeps the first of two commands with the same id', () => {
     const offA = registerCommands('test.x', [cmd('dup', { titleKey: 'first' })]);
     const offB = registerCommands('test.y', [cmd('dup', { titleKey: 'second' })]);
-    expect(allCommands().filter((c) => c.id === 'dup').map((c) => c.titleKey)).toEqual(['first']);
+    expect(
+      allCommands()
+        .filter((c) => c.id === 'dup')
+        .map((c) => c.titleKey),
+    ).toEqual(['first']);
     offA();
     offB();
   });
@@ -36,8 +40,8 @@ describe('the palette command registry', () => {
   it('words parameters that are keys before the title', () => {
     const t = (key: string, params?: Record<string, string>) =>
       key === 'layout:routes.home' ? 'Home' : `${key}(${JSON.stringify(params ?? {})})`;
-    expect(commandTitle(cmd('n', { titleKey: 'palette:nav.goto', paramKeys: { title: 'layout:routes.home' } }), t)).toBe(
-      'palette:nav.goto({"title":"Home"})',
-    );
+    expect(
+      commandTitle(cmd('n', { titleKey: 'palette:nav.goto', paramKeys: { title: 'layout:routes.home' } }), t),
+    ).toBe('palette:nav.goto({"title":"Home"})');
   });
 });

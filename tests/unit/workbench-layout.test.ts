@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { type Box, nextPane } from '#web/workbench/focus.ts';
-import { addTab, defaultLayout, parseLayout, removeSlot, splitActive, workbench } from '#web/workbench/store.ts';
+import {
+  addTab,
+  defaultLayout,
+  parseLayout,
+  removeSlot,
+  renameTab,
+  splitActive,
+  workbench,
+} from '#web/workbench/store.ts';
 
 const box = (left: number, top: number, right: number, bottom: number): Box => ({ left, top, right, bottom });
 
@@ -48,7 +56,14 @@ describe('saved workbench layout', () => {
         groups: { 'main:files+center': { files: 20, center: 80, bad: 400 } },
         applyId: 'a1',
         tabs: [
-          { id: 't1', slots: [{ id: 's1', kind: 'login', clientId: 'c1' }, { id: 's2', kind: 'bogus' }], activeSlot: 'zz' },
+          {
+            id: 't1',
+            slots: [
+              { id: 's1', kind: 'login', clientId: 'c1' },
+              { id: 's2', kind: 'bogus' },
+            ],
+            activeSlot: 'zz',
+          },
           { id: 't2', slots: [] },
         ],
         activeTab: 'missing',
@@ -56,7 +71,9 @@ describe('saved workbench layout', () => {
     );
     expect(parsed.show).toEqual({ files: false, editor: true, load: true });
     expect(parsed.groups['main:files+center']).toEqual({ files: 20, center: 80 });
-    expect(parsed.tabs).toEqual([{ id: 't1', slots: [{ id: 's1', kind: 'login', clientId: 'c1' }], activeSlot: 's1' }]);
+    expect(parsed.tabs).toEqual([
+      { id: 't1', slots: [{ id: 's1', kind: 'login', clientId: 'c1' }], activeSlot: 's1' },
+    ]);
     expect(parsed.activeTab).toBe('t1');
   });
 
@@ -72,5 +89,36 @@ describe('saved workbench layout', () => {
     removeSlot(first.id);
     expect(workbench.layout.tabs).toHaveLength(0);
     expect(workbench.layout.activeTab).toBeNull();
+  });
+});
+
+describe('shell tab names', () => {
+  it('names a tab, refuses a bad name, and an empty one gives back the automatic name', () => {
+    workbench.layout = defaultLayout();
+    const slot = addTab('login');
+    const tab = workbench.layout.tabs.find((t) => t.slots[0].id === slot.id)!;
+    renameTab(tab.id, '  build logs ');
+    expect(tab.title).toBe('build logs');
+    renameTab(tab.id, 'x'.repeat(41));
+    renameTab(tab.id, 'evil\u202Eexe');
+    expect(tab.title).toBe('build logs');
+    renameTab(tab.id, '');
+    expect(tab.title).toBeUndefined();
+  });
+
+  it('keeps a saved name through a reload, and drops a malformed one', () => {
+    const saved = (title: unknown) =>
+      JSON.stringify({
+        version: 1,
+        show: {},
+        groups: {},
+        applyId: 'a',
+        tabs: [{ id: 't', slots: [{ id: 's', kind: 'login', clientId: null }], activeSlot: 's', title }],
+        activeTab: 't',
+      });
+    expect(parseLayout(saved('serial debug')).tabs[0].title).toBe('serial debug');
+    expect(parseLayout(saved('a\u0007b')).tabs[0].title).toBeUndefined();
+    expect(parseLayout(saved(42)).tabs[0].title).toBeUndefined();
+    expect(parseLayout(saved('y'.repeat(80))).tabs[0].title).toBeUndefined();
   });
 });

@@ -1,92 +1,378 @@
 // The command palette (cmdk), opened with Ctrl/Cmd+K on every page (keys.ts listens; this loads on first use).
 import { Command } from 'cmdk';
-import { useMemo } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
-import { hasPermission } from '#shared/permissions.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Kbd } from '#web/components/ui.tsx';
+import { keymapState } from '#web/state/keymap.ts';
 import { session } from '#web/state/session.ts';
 import { isMac } from './keys.ts';
-import { closePalette, commandTitle, type PaletteCommand, paletteState, useCommands } from './registry.ts';
+import {
+  type CommandContext,
+  emptyQueryOrder,
+  pushRecent,
+  type RankInput,
+  rankCommands,
+  readRecent,
+} from './rank.ts';
+import {
+  closePalette,
+  commandAvailable,
+  commandShortcut,
+  commandTitle,
+  type PaletteCommand,
+  type PaletteOption,
+  paletteOrigin,
+  paletteState,
+  rankInputOf,
+  restoreOriginFocus,
+  useCommands,
+} from './registry.ts';
+import { ShortcutKeys } from './ShortcutKeys.tsx';
+
+type Row = RankInput & { cmd: PaletteCommand };
+
+interface Asking {
+  cmd: PaletteCommand;
+  title: string;
+  step: number;
+  values: Record<string, string>;
+  error: string;
+}
+
+const ITEM =
+  'group/item flex h-9 cursor-default items-center gap-2.5 rounded-md px-2.5 text-[13px] text-zinc-700 select-none data-[selected=true]:bg-zinc-100 data-[selected=true]:text-zinc-900 dark:text-zinc-300 dark:data-[selected=true]:bg-zinc-800 dark:data-[selected=true]:text-zinc-50';
+
+/** The rows while a command asks for an argument: its choices filtered by the typed text, or the text. */
+function AskList({
+  ask,
+  search,
+  onAnswer,
+  onSelect,
+}: {
+  ask: Asking;
+  search: string;
+  onAnswer: (v: string) => void;
+  /** Moves the palette's selection to a row (by its cmdk value). */
+  onSelect: (value: string) => void;
+}) {
+  const { t } = useTranslation('palette');
+  const arg = ask.cmd.args![ask.step];
+  const [options, setOptions] = useState<PaletteOption[] | null>(arg.options || arg.complete ? null : []);
+  // Completion follows the typed text, a moment after the last key (a call per pause, not per key).
+  const typedNow = search.trim();
+  // The text the completions were made for: until new ones come, only those the text still leads to.
+  const [completedFor, setCompletedFor] = useState<string | null>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the step's arg and answers are fixed (keyed list).
+  useEffect(() => {
+    if (!arg.complete) return;
+    let live = true;
+    const timer = window.setTimeout(() => {
+      arg.complete!(typedNow, ask.values).then(
+        (o) => {
+          if (!live) return;
+          setOptions(o);
+          setCompletedFor(typedNow);
+          // New completions: the best one is chosen (Tab and Enter take it), else the typed text.
+          onSelect(o.length ? `option ${o[0].value}` : `typed ${typedNow}`);
+        },
+        () => live && setOptions([]),
+      );
+    }, 120);
+    return () => {
+      live = false;
+      window.clearTimeout(timer);
+    };
+  }, [typedNow]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: one load per step (the list is keyed by step).
+  useEffect(() => {
+    if (!arg.options) return;
+    let live = true;
+    Promise.resolve(arg.options(ask.values)).then(
+      (o) => live && setOptions(o),
+      () => live && setOptions([]),
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+  const q = search.trim().toLowerCase();
+  const shown = arg.complete
+    ? (options ?? []).filter((o) => completedFor === typedNow || o.value.startsWith(typedNow))
+    : (options ?? []).filter(
+        (o) => !q || o.label.toLowerCase().includes(q) || o.value.toLowerCase().includes(q),
+      );
+  const typed = search.trim();
+  const offerTyped =
+    typed &&
+    (arg.complete
+      ? !shown.some((o) => o.value === typed)
+      : !arg.options || (arg.freeText && !shown.some((o) => o.value === typed)));
+  // Typed text as an answer: first, or after the completions (which Tab and Enter take first).
+  const typedRow = offerTyped ? (
+    <Command.Item value={`typed ${typed}`} onSelect={() => onAnswer(typed)} data-option="" className={ITEM}>
+      <Icon name="arrowRight" size={15} className="shrink-0 text-zinc-400" />
+      <span className="min-w-0 flex-1 truncate">{t('ask.use', { value: typed })}</span>
+      <span className="hidden group-data-[selected=true]/item:inline-flex" data-enter-hint>
+        <Kbd>↵</Kbd>
+      </span>
+    </Command.Item>
+  ) : null;
+  return (
+    <>
+      {ask.error ? (
+        <div
+          role="alert"
+          className="px-2.5 py-1.5 text-[12px] text-red-600 dark:text-red-400"
+          data-testid="palette-ask-error"
+        >
+          {ask.error}
+        </div>
+      ) : null}
+      {arg.complete ? null : typedRow}
+      {shown.map((o) => (
+        <Command.Item
+          key={o.value}
+          value={`option ${o.value}`}
+          onSelect={() => onAnswer(o.value)}
+          data-option={o.value}
+          className={ITEM}
+        >
+          <Icon name="arrowRight" size={15} className="shrink-0 text-zinc-400" />
+          <span className="min-w-0 flex-1 truncate">{o.label}</span>
+          {o.detail ? (
+            <span className="max-w-[45%] min-w-0 shrink truncate text-[11px] text-zinc-400">{o.detail}</span>
+          ) : null}
+          <span className="hidden group-data-[selected=true]/item:inline-flex" data-enter-hint>
+            <Kbd>↵</Kbd>
+          </span>
+        </Command.Item>
+      ))}
+      {arg.complete ? typedRow : null}
+      {options === null ? (
+        <div className="px-3 py-6 text-center text-[13px] text-zinc-500">{t('ask.loading')}</div>
+      ) : !offerTyped && shown.length === 0 ? (
+        <div className="px-3 py-6 text-center text-[13px] text-zinc-500" data-testid="palette-ask-empty">
+          {arg.options ? t('ask.noChoice') : t('ask.typeAnswer')}
+        </div>
+      ) : null}
+    </>
+  );
+}
 
 export default function Palette() {
-  const { open } = useSnapshot(paletteState);
+  const { open, pending } = useSnapshot(paletteState);
   const { perms } = useSnapshot(session);
-  const { t } = useTranslation('palette');
+  const keymap = useSnapshot(keymapState);
+  const { t, i18n } = useTranslation('palette');
   const navigate = useNavigate();
   const commands = useCommands();
+  const [search, setSearch] = useState('');
+  // The selected row's cmdk value (cmdk chooses it; an asking list moves it when completions arrive).
+  const [selectedRow, setSelectedRow] = useState('');
+  // A command asking for its arguments (see PaletteArg): which one, and the answers so far.
+  const [ask, setAsk] = useState<Asking | null>(null);
+  // Each opening starts with an empty search and the command list, however the last one closed.
+  // Keys typed while it was opening (keys.ts) join the search. Layout effects: the search is set
+  // before the browser hands the focused field its next key, which then lands after them.
+  useLayoutEffect(() => {
+    if (open) {
+      setSearch('');
+      setAsk(null);
+    } else paletteState.pending = '';
+  }, [open]);
+  useLayoutEffect(() => {
+    if (!open || !pending) return;
+    // The live value, not the render's: keys that came after it wait no longer.
+    const keys = paletteState.pending;
+    setSearch((s) => s + keys);
+    paletteState.pending = '';
+  }, [open, pending]);
 
-  const groups = useMemo(() => {
-    if (!open) return [];
-    const visible = commands.filter((c) => hasPermission(c.perms, perms) && (c.when ? c.when() : true));
-    const bySection = new Map<string, PaletteCommand[]>();
-    for (const c of visible) {
-      const list = bySection.get(c.section) ?? [];
-      list.push(c);
-      bySection.set(c.section, list);
+  // Where the focus was when the palette opened; read on each opening (see openPalette).
+  const [origin, setOrigin] = useState<{ pane: CommandContext | null; recent: string[] }>({
+    pane: null,
+    recent: [],
+  });
+  useEffect(() => {
+    if (open) setOrigin({ pane: paletteOrigin.pane, recent: readRecent() });
+    else {
+      // After the command's own focus moves (they run on a 0 ms timer queued before this one): give
+      // the focus back to where it was unless something took it on purpose.
+      const timer = window.setTimeout(restoreOriginFocus, 0);
+      return () => window.clearTimeout(timer);
     }
-    return [...bySection.entries()];
-  }, [commands, perms, open]);
+  }, [open]);
 
-  const run = (c: PaletteCommand) => {
+  const en = useMemo(() => i18n.getFixedT('en'), [i18n]);
+  const rows = useMemo(() => {
+    if (!open) return [];
+    return commands
+      .filter((c) => commandAvailable(c, perms))
+      .map((c): Row => rankInputOf(c, (k, p) => t(k, p), i18n.language === 'en' ? null : (k, p) => en(k, p)));
+  }, [commands, perms, open, t, en, i18n.language]);
+
+  // With a query: one list, best first, each row naming its section (the first row is what Enter
+  // runs). Without: recently run commands, then the sections of the current context, then the rest.
+  const groups = useMemo((): [string, Row[]][] => {
+    const env = { focusedPane: origin.pane, recent: origin.recent };
+    const q = search.trim();
+    if (q) {
+      const ranked = rankCommands(q, rows, env);
+      return ranked.length ? [['', ranked]] : [];
+    }
+    const { recent, rest } = emptyQueryOrder(rows, env);
+    const bySection = new Map<string, Row[]>();
+    for (const r of rest) {
+      const list = bySection.get(r.cmd.section) ?? [];
+      list.push(r);
+      bySection.set(r.cmd.section, list);
+    }
+    const out: [string, Row[]][] = [];
+    if (recent.length) out.push(['palette:sections.recent', recent]);
+    out.push(...bySection.entries());
+    return out;
+  }, [rows, search, origin]);
+
+  const finish = (c: PaletteCommand, values: Record<string, string>) => {
+    pushRecent(c.id);
     closePalette();
-    void c.run({ navigate, close: closePalette });
+    setSearch('');
+    setAsk(null);
+    void c.run({ navigate, close: closePalette }, values);
+  };
+  const run = (c: PaletteCommand) => {
+    if (c.args?.length) {
+      setSearch('');
+      setAsk({ cmd: c, title: commandTitle(c, (k, p) => t(k, p)), step: 0, values: {}, error: '' });
+    } else finish(c, {});
+  };
+  const answer = (value: string) => {
+    if (!ask) return;
+    const arg = ask.cmd.args![ask.step];
+    const error = arg.validate ? arg.validate(value, ask.values) : value.trim() ? null : t('ask.required');
+    if (error) {
+      setAsk({ ...ask, error });
+      return;
+    }
+    const values = { ...ask.values, [arg.key]: value };
+    if (ask.step + 1 < ask.cmd.args!.length) {
+      setSearch('');
+      setAsk({ ...ask, step: ask.step + 1, values, error: '' });
+    } else finish(ask.cmd, values);
+  };
+  const back = () => {
+    if (!ask) return;
+    if (ask.step === 0) setAsk(null);
+    else setAsk({ ...ask, step: ask.step - 1, error: '' });
   };
 
   return (
     <Command.Dialog
       open={open}
+      value={selectedRow}
+      onValueChange={setSelectedRow}
       onOpenChange={(o) => {
         paletteState.open = o;
+        if (!o) setSearch('');
       }}
       label={t('label')}
       loop
+      shouldFilter={false}
       overlayClassName="fixed inset-0 z-50 bg-zinc-950/40 backdrop-blur-[2px] dark:bg-black/60"
       contentClassName="fixed left-1/2 top-[14vh] z-50 w-[640px] max-w-[calc(100vw-2rem)] -translate-x-1/2 overflow-hidden rounded-xl border border-zinc-200 bg-white shadow-2xl dark:border-zinc-800 dark:bg-zinc-900"
       data-testid="palette"
     >
       <div className="flex items-center gap-2 border-b border-zinc-100 px-3.5 dark:border-zinc-800">
         <Icon name="search" size={16} className="text-zinc-400" />
+        {ask ? (
+          <span
+            className="shrink-0 rounded bg-zinc-100 px-1.5 py-0.5 text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300"
+            data-testid="palette-asking"
+          >
+            {ask.title}
+          </span>
+        ) : null}
         <Command.Input
           autoFocus
-          placeholder={t('placeholder')}
+          value={search}
+          onValueChange={(v) => {
+            setSearch(v);
+            if (ask?.error) setAsk({ ...ask, error: '' });
+          }}
+          onKeyDown={(e) => {
+            if (ask && e.key === 'Backspace' && search === '') {
+              e.preventDefault();
+              back();
+            } else if (ask && e.key === 'Tab' && !e.shiftKey && ask.cmd.args![ask.step].complete) {
+              // Shell-style completion: the chosen row's value into the field, to type on from it.
+              e.preventDefault();
+              const chosen = document.querySelector<HTMLElement>(
+                '[cmdk-item][data-selected="true"][data-option]',
+              )?.dataset.option;
+              if (chosen) setSearch(chosen);
+            }
+          }}
+          placeholder={
+            ask
+              ? t(ask.cmd.args![ask.step].promptKey, ask.cmd.args![ask.step].promptParams)
+              : t('placeholder')
+          }
           className="h-12 flex-1 bg-transparent text-sm text-zinc-900 outline-none placeholder:text-zinc-400 dark:text-zinc-100"
         />
         <Kbd>Esc</Kbd>
       </div>
       <Command.List className="max-h-[min(420px,60vh)] overflow-y-auto overscroll-contain p-1.5">
-        <Command.Empty className="px-3 py-8 text-center text-[13px] text-zinc-500">{t('empty')}</Command.Empty>
-        {groups.map(([section, list]) => (
+        {ask ? (
+          <AskList
+            key={`${ask.cmd.id}:${ask.step}`}
+            ask={ask}
+            search={search}
+            onAnswer={answer}
+            onSelect={setSelectedRow}
+          />
+        ) : null}
+        {ask ? null : (
+          <Command.Empty className="px-3 py-8 text-center text-[13px] text-zinc-500">
+            {t('empty')}
+          </Command.Empty>
+        )}
+        {(ask ? [] : groups).map(([section, list]) => (
           <Command.Group
-            key={section}
-            heading={t(section)}
+            key={section || 'ranked'}
+            heading={section ? t(section) : undefined}
             className="[&_[cmdk-group-heading]]:px-2.5 [&_[cmdk-group-heading]]:pt-2 [&_[cmdk-group-heading]]:pb-1 [&_[cmdk-group-heading]]:text-[11px] [&_[cmdk-group-heading]]:font-medium [&_[cmdk-group-heading]]:tracking-wide [&_[cmdk-group-heading]]:text-zinc-400 [&_[cmdk-group-heading]]:uppercase"
           >
-            {list.map((c) => {
-              const title = commandTitle(c, (k, p) => t(k, p));
-              return (
-                <Command.Item
-                  key={c.id}
-                  value={`${c.id} ${title}`}
-                  keywords={[title, ...(c.keywords ?? [])]}
-                  onSelect={() => run(c)}
-                  data-command={c.id}
-                  className="flex h-9 cursor-default items-center gap-2.5 rounded-md px-2.5 text-[13px] text-zinc-700 select-none data-[selected=true]:bg-zinc-100 data-[selected=true]:text-zinc-900 dark:text-zinc-300 dark:data-[selected=true]:bg-zinc-800 dark:data-[selected=true]:text-zinc-50"
-                >
-                  <Icon name={c.icon ?? 'arrowRight'} size={15} className="shrink-0 text-zinc-400" />
-                  <span className="min-w-0 flex-1 truncate">{title}</span>
-                  {c.shortcut ? (
-                    <span className="flex gap-1">
-                      {c.shortcut.map((k) => (
-                        <Kbd key={k}>{k}</Kbd>
-                      ))}
-                    </span>
-                  ) : null}
-                </Command.Item>
-              );
-            })}
+            {list.map(({ cmd: c, title }) => (
+              <Command.Item
+                key={c.id}
+                value={`${c.id} ${title}`}
+                onSelect={() => run(c)}
+                data-command={c.id}
+                className="group/item flex h-9 cursor-default items-center gap-2.5 rounded-md px-2.5 text-[13px] text-zinc-700 select-none data-[selected=true]:bg-zinc-100 data-[selected=true]:text-zinc-900 dark:text-zinc-300 dark:data-[selected=true]:bg-zinc-800 dark:data-[selected=true]:text-zinc-50"
+              >
+                <Icon name={c.icon ?? 'arrowRight'} size={15} className="shrink-0 text-zinc-400" />
+                <span className="min-w-0 flex-1 truncate">{title}</span>
+                {section ? null : (
+                  <span className="hidden shrink-0 text-[11px] text-zinc-400 sm:inline" data-section>
+                    {t(c.section)}
+                  </span>
+                )}
+                {commandShortcut(c, keymap.bindings)?.length ? (
+                  // Below 640 px (a phone, no keyboard) the title gets the room instead.
+                  <ShortcutKeys
+                    keys={commandShortcut(c, keymap.bindings) ?? []}
+                    className="hidden items-center gap-1 sm:flex"
+                  />
+                ) : null}
+                {/* The row Enter runs says so. */}
+                <span className="hidden sm:group-data-[selected=true]/item:inline-flex" data-enter-hint>
+                  <Kbd>↵</Kbd>
+                </span>
+              </Command.Item>
+            ))}
           </Command.Group>
         ))}
       </Command.List>

@@ -13,7 +13,7 @@ import { toggleTheme } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
-import { type PaletteCommand, registerCommands } from './registry.ts';
+import { openKeyHelp, type PaletteCommand, registerCommands } from './registry.ts';
 
 const NAV = 'palette:sections.navigation';
 const PREFS = 'palette:sections.preferences';
@@ -48,6 +48,7 @@ export function navigationCommands(perms: readonly string[], licenceOk: boolean)
       paramKeys: { title: `layout:${node.meta.titleKey}` },
       section: NAV,
       keywords: ['docs', 'documentation', 'help'],
+      aliases: ['docs', 'help', 'manual'],
       icon: 'external',
       run: () => {
         window.open(href, '_blank', 'noopener,noreferrer');
@@ -66,15 +67,27 @@ export function preferenceCommands(): PaletteCommand[] {
         titleParams: { language: LANGUAGE_LABELS[lng] },
         section: PREFS,
         keywords: ['language', 'lang', lng, LANGUAGE_LABELS[lng]],
+        aliases: [LANGUAGE_LABELS[lng]],
         icon: 'globe',
         run: () => setLanguage(lng),
       }),
     ),
     {
+      id: 'help.keys',
+      titleKey: 'palette:help.keys',
+      section: PREFS,
+      keywords: ['keyboard', 'shortcuts', 'keys', 'help', 'keymap', 'hotkeys'],
+      aliases: ['keyboard shortcuts', 'shortcuts', 'keybindings', 'help'],
+      shortcut: ['?'],
+      icon: 'keyboard',
+      run: () => openKeyHelp(),
+    },
+    {
       id: 'theme.toggle',
       titleKey: 'palette:theme.toggle',
       section: PREFS,
       keywords: ['theme', 'dark', 'light'],
+      aliases: ['dark mode', 'light mode', 'dark theme', 'light theme'],
       shortcut: [],
       icon: 'moon',
       run: () => toggleTheme(),
@@ -89,6 +102,7 @@ export function accountCommands(): PaletteCommand[] {
       titleKey: 'palette:account.avatar',
       section: ACCOUNT,
       keywords: ['avatar', 'profile'],
+      aliases: ['profile picture', 'avatar'],
       icon: 'image',
       when: () => !!session.token,
       run: () => openProfile(true),
@@ -98,6 +112,19 @@ export function accountCommands(): PaletteCommand[] {
       titleKey: 'palette:account.logout',
       section: ACCOUNT,
       keywords: ['logout', 'sign out'],
+      aliases: [
+        'log out',
+        'logout',
+        'sign out',
+        'sign off',
+        'log off',
+        'exit',
+        '登出',
+        '注销',
+        '退出',
+        'ログアウト',
+        'サインアウト',
+      ],
       icon: 'logout',
       when: () => !!session.token,
       run: () => logoutAndLeave(),

@@ -1,14 +1,38 @@
-// The palette's keyboard entry, installed on every page from the root; the palette itself (cmdk)
-// loads on first use.
+// The palette's keyboard entry (Ctrl+K) and the help sheet's (`?`), installed on every page from the
+// root; the palette and the sheet load on first use.
 import { useEffect } from 'react';
-import { togglePalette } from './registry.ts';
+import { keyHelp, openKeyHelp, paletteState, togglePalette } from './registry.ts';
 
-export function isPaletteShortcut(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'altKey' | 'shiftKey'>): boolean {
+export function isPaletteShortcut(
+  e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'altKey' | 'shiftKey'>,
+): boolean {
   return (e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k';
 }
 
+/** `?` typed where it is not text: not in a field, an editor or a terminal, and no dialog open. */
+export function isHelpKey(
+  e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'altKey' | 'target'>,
+): boolean {
+  if (e.key !== '?' || e.ctrlKey || e.metaKey || e.altKey) return false;
+  const el = e.target as HTMLElement | null;
+  if (!el || typeof el.closest !== 'function') return true;
+  if (el.isContentEditable || el.closest('input, textarea, select, [contenteditable], .xterm, .cm-editor'))
+    return false;
+  return !el.closest('[role="dialog"], [role="alertdialog"]');
+}
+
+function isTypedKey(e: KeyboardEvent): boolean {
+  return e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey;
+}
+
+function paletteFieldFocused(): boolean {
+  return document.activeElement?.matches('[cmdk-input]') ?? false;
+}
+
 export function isMac(): boolean {
-  return typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
+  return (
+    typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent)
+  );
 }
 
 export function usePaletteShortcut(): void {
@@ -18,6 +42,16 @@ export function usePaletteShortcut(): void {
         // The browser's own Ctrl+K (focus the search bar) would steal the keystroke.
         e.preventDefault();
         togglePalette();
+      } else if (paletteState.open && isTypedKey(e) && (paletteState.pending || !paletteFieldFocused())) {
+        // The palette is opening (its chunk loading, its field not focused yet): keep the key for it.
+        // Once keys wait, later ones wait behind them even if the field took the focus meanwhile, so
+        // they reach the search in the order typed.
+        e.preventDefault();
+        e.stopPropagation();
+        paletteState.pending += e.key;
+      } else if (!paletteState.open && !keyHelp.open && isHelpKey(e)) {
+        e.preventDefault();
+        openKeyHelp();
       }
     };
     window.addEventListener('keydown', onKey, { capture: true });

@@ -3,11 +3,12 @@
 // connection is down or the shell has ended, and offers scrollback search. `data-status` carries
 // the shell's status for tests (connecting | live | disconnected | closed).
 import '@xterm/xterm/css/xterm.css';
-import { useEffect, useImperativeHandle, useRef, useState, type Ref } from 'react';
+import { type ReactNode, type Ref, useEffect, useImperativeHandle, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { appState } from '#web/state/app.ts';
 import { getShell } from './registry.ts';
+import { SearchBar, type SearchBarHandle } from './SearchBar.tsx';
 
 const RESIZE_DEBOUNCE_MS = 60;
 
@@ -22,23 +23,36 @@ export interface TerminalPaneProps {
   autoFocus?: boolean;
   className?: string;
   ref?: Ref<TerminalPaneHandle>;
+  /** A joined shell the user watches as a guest (src/shared/share.ts). */
+  guest?: boolean;
+  /** Replaces an ended shell with a new one: Enter in the ended terminal, named in its banner. */
+  onRestart?: () => void;
+  /** A bar above the terminal (the workbench and joined shells put the share bar there). */
+  bar?: ReactNode;
 }
 
-export function TerminalPane({ shellId, autoFocus, className, ref }: TerminalPaneProps) {
+export function TerminalPane({
+  shellId,
+  autoFocus,
+  className,
+  ref,
+  guest,
+  onRestart,
+  bar,
+}: TerminalPaneProps) {
   const { t } = useTranslation('terminal');
   const host = useRef<HTMLDivElement>(null);
   const shell = getShell(shellId);
   const view = useSnapshot(shell.view);
   const { darkTermTheme } = useSnapshot(appState);
   const [searching, setSearching] = useState(false);
-  const [query, setQuery] = useState('');
-  const searchInput = useRef<HTMLInputElement>(null);
+  const searchBar = useRef<SearchBarHandle>(null);
 
   useImperativeHandle(ref, () => ({
     focus: () => shell.focus(),
     openSearch: () => {
       setSearching(true);
-      setTimeout(() => searchInput.current?.focus(), 0);
+      setTimeout(() => searchBar.current?.focus(), 0);
     },
   }));
 
@@ -69,21 +83,30 @@ export function TerminalPane({ shellId, autoFocus, className, ref }: TerminalPan
       ) {
         e.preventDefault();
         setSearching(true);
-        setTimeout(() => searchInput.current?.focus(), 0);
+        setTimeout(() => searchBar.current?.focus(), 0);
       }
     };
     window.addEventListener('keydown', onKey, true);
     return () => window.removeEventListener('keydown', onKey, true);
   }, []);
 
-  const find = (forward: boolean) => {
-    if (!query) return;
-    if (forward) shell.search.findNext(query, { caseSensitive: false });
-    else shell.search.findPrevious(query, { caseSensitive: false });
-  };
+  // An ended shell takes one key to replace (as VS Code's ended terminals do).
+  const ended = view.status === 'closed' && !!onRestart;
+  useEffect(() => {
+    if (!ended) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Enter' || e.ctrlKey || e.altKey || e.metaKey || e.shiftKey) return;
+      if (!host.current?.contains(document.activeElement)) return;
+      e.preventDefault();
+      e.stopPropagation();
+      onRestart?.();
+    };
+    window.addEventListener('keydown', onKey, true);
+    return () => window.removeEventListener('keydown', onKey, true);
+  }, [ended, onRestart]);
+
   const closeSearch = () => {
     setSearching(false);
-    shell.search.clearDecorations();
     shell.focus();
   };
 
@@ -105,43 +128,8 @@ export function TerminalPane({ shellId, autoFocus, className, ref }: TerminalPan
       data-renderer={view.renderer}
       style={{ background: darkTermTheme ? '#0d1117' : '#ffffff' }}
     >
-      {searching && (
-        <form
-          className="absolute top-1 right-3 z-20 flex items-center gap-1 rounded border border-zinc-500/40 bg-zinc-800/95 px-2 py-1 text-xs text-zinc-100 shadow"
-          onSubmit={(e) => {
-            e.preventDefault();
-            find(true);
-          }}
-        >
-          <input
-            ref={searchInput}
-            value={query}
-            aria-label={t('search.placeholder')}
-            placeholder={t('search.placeholder')}
-            className="w-40 bg-transparent outline-none"
-            onChange={(e) => {
-              setQuery(e.target.value);
-              if (e.target.value) shell.search.findNext(e.target.value, { incremental: true });
-            }}
-            onKeyDown={(e) => {
-              if (e.key === 'Escape') closeSearch();
-              if (e.key === 'Enter' && e.shiftKey) {
-                e.preventDefault();
-                find(false);
-              }
-            }}
-          />
-          <button type="button" className="px-1" title={t('search.previous')} onClick={() => find(false)}>
-            ↑
-          </button>
-          <button type="submit" className="px-1" title={t('search.next')}>
-            ↓
-          </button>
-          <button type="button" className="px-1" title={t('search.close')} onClick={closeSearch}>
-            ✕
-          </button>
-        </form>
-      )}
+      {searching && <SearchBar ref={searchBar} search={shell.search} onClose={closeSearch} />}
+      {bar}
       <div ref={host} className="min-h-0 flex-1 overflow-hidden px-1 pt-1" />
       {banner && (
         <div
@@ -153,6 +141,7 @@ export function TerminalPane({ shellId, autoFocus, className, ref }: TerminalPan
         >
           {banner}
           {view.status !== 'closed' && view.status !== 'live' && ` — ${t('input.paused')}`}
+          {ended && <span data-testid="terminal-restart-hint">{` — ${t('restartHint')}`}</span>}
         </div>
       )}
     </div>

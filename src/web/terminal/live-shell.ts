@@ -6,18 +6,21 @@
 // writes output into xterm and acknowledges bytes as xterm parses them (write callbacks) → input
 // and resizes go out as SENDs while live → ends when the server says the shell closed (the reason
 // is written into the terminal and the pane), or when `disposeShell` drops it.
+
+import type { IMessage } from '@stomp/stompjs';
 import { FitAddon } from '@xterm/addon-fit';
 import { SearchAddon } from '@xterm/addon-search';
 import { Unicode11Addon } from '@xterm/addon-unicode11';
 import { WebLinksAddon } from '@xterm/addon-web-links';
 import { WebglAddon } from '@xterm/addon-webgl';
 import { type ITheme, Terminal } from '@xterm/xterm';
-import type { IMessage } from '@stomp/stompjs';
 import { proxy, subscribe as watch } from 'valtio';
 import { Destinations, RealtimeEvent, SHELL_FLOW, SHELL_INPUT_CHUNK_BYTES } from '#shared/realtime.ts';
+import { type SharePresence, sharePresence } from '#shared/share.ts';
 import { t } from '#web/i18n/i18n.ts';
 import { realtime, realtimeState, type TopicHandle } from '#web/realtime/client.ts';
 import { appState } from '#web/state/app.ts';
+import { session } from '#web/state/session.ts';
 
 export type ShellStatus = 'connecting' | 'live' | 'disconnected' | 'closed';
 
@@ -81,6 +84,8 @@ export class LiveShell {
     status: 'connecting' as ShellStatus,
     reason: '',
     renderer: 'dom' as 'webgl' | 'dom',
+    /** Who watches a joined shell (src/shared/share.ts); empty for a shell nobody joined. */
+    presence: [] as SharePresence['users'],
   });
   /** Next absolute offset we need from the server (bytes received so far). */
   private received = -1;
@@ -98,7 +103,7 @@ export class LiveShell {
       cursorBlink: true,
       scrollback: 10_000,
       fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace',
-      fontSize: 13,
+      fontSize: appState.termFontSize,
       theme: terminalTheme(appState.darkTermTheme),
       disableStdin: true,
     });
@@ -120,6 +125,10 @@ export class LiveShell {
       watch(realtimeState, () => this.syncStatus()),
       watch(appState, () => {
         this.term.options.theme = terminalTheme(appState.darkTermTheme);
+        if (this.term.options.fontSize !== appState.termFontSize) {
+          this.term.options.fontSize = appState.termFontSize;
+          this.refit();
+        }
       }),
     );
     this.syncStatus();
@@ -184,8 +193,23 @@ export class LiveShell {
     return this.received >= 0 ? { offset: String(this.received) } : {};
   }
 
+  /** A guest of a joined shell whose host has not granted input (the service drops it anyway). */
+  get readOnly(): boolean {
+    const me = this.view.presence.find((u) => u.userId === session.id);
+    return Boolean(me && !me.host && !me.input);
+  }
+
   private onMessage(m: IMessage): void {
     const event = m.headers.event;
+    if (event === RealtimeEvent.presence) {
+      try {
+        const p = sharePresence.safeParse(JSON.parse(m.body));
+        if (p.success) this.view.presence = p.data.users;
+      } catch {
+        // a malformed presence event changes nothing
+      }
+      return;
+    }
     if (event === RealtimeEvent.refused || event === RealtimeEvent.closed) {
       const key =
         event === RealtimeEvent.closed
@@ -227,7 +251,7 @@ export class LiveShell {
   }
 
   private input(bytes: Uint8Array): void {
-    if (this.view.status !== 'live') return;
+    if (this.view.status !== 'live' || this.readOnly) return;
     for (let i = 0; i < bytes.length; i += SHELL_INPUT_CHUNK_BYTES)
       realtime.publish(Destinations.shellInput(this.shellId), bytes.subarray(i, i + SHELL_INPUT_CHUNK_BYTES));
   }

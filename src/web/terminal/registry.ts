@@ -1,7 +1,7 @@
 // Live terminals by shell id, outside React (Cockpit keeps its terminal objects the same way): a
 // pane that unmounts leaves its LiveShell here, scrollback and subscription intact; the workbench
 // disposes it when the shell's tab is closed for good.
-import { setDarkTermTheme, appState } from '#web/state/app.ts';
+import { appState, setDarkTermTheme } from '#web/state/app.ts';
 import { LiveShell } from './live-shell.ts';
 
 const shells = new Map<string, LiveShell>();

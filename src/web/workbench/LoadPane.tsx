@@ -4,14 +4,14 @@
 // follow the pane's size with a ResizeObserver because panels resize without a window event.
 import { useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { useSnapshot } from 'valtio';
 import uPlot from 'uplot';
+import { useSnapshot } from 'valtio';
 import 'uplot/dist/uPlot.min.css';
 import type { LoadSeries } from '#shared/leases.ts';
 import { call } from '#web/api/http.ts';
+import { Calls, messageOf } from '#web/boards/store.ts';
 import { Alert, Spinner } from '#web/components/ui.tsx';
 import { appState } from '#web/state/app.ts';
-import { Calls, messageOf } from '#web/state/devices.ts';
 
 export const LOAD_REFRESH_MS = 5_000;
 const WINDOW_SECONDS = 900;

@@ -2,7 +2,9 @@
 // focus movement; the ring shows which pane has the keyboard.
 import type { ReactNode } from 'react';
 import { Separator } from 'react-resizable-panels';
+import { useSnapshot } from 'valtio';
 import { cx } from '#web/components/ui.tsx';
+import { workbenchUi } from './commands.ts';
 
 export function PaneFrame({
   paneId,
@@ -19,15 +21,19 @@ export function PaneFrame({
   className?: string;
   bodyClassName?: string;
 }) {
+  // A maximised pane covers the viewport (Ctrl+Alt+Z again restores it); the layout behind keeps its sizes.
+  const maximized = useSnapshot(workbenchUi).maximized === paneId;
   return (
     <section
       data-pane-id={paneId}
+      data-maximized={maximized || undefined}
       aria-label={typeof title === 'string' ? title : undefined}
       tabIndex={-1}
       className={cx(
         'group/pane relative flex h-full min-h-0 min-w-0 flex-col bg-white outline-none dark:bg-zinc-950',
         'after:pointer-events-none after:absolute after:inset-0 after:z-10 after:ring-1 after:ring-transparent after:ring-inset focus-within:after:ring-sky-500/60',
         className,
+        maximized && 'fixed! inset-0 z-40 h-auto!',
       )}
     >
       {title || actions ? (
@@ -54,4 +60,3 @@ export function ResizeHandle({ vertical }: { vertical?: boolean }) {
     />
   );
 }
-

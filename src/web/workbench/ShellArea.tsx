@@ -2,26 +2,29 @@
 // resizable group. Tabs that are not shown stay mounted (hidden), so their terminals keep streaming and
 // keep their scrollback; the terminal objects themselves live in the terminal registry, outside React.
 import { useEffect } from 'react';
-import { Group, type Layout, Panel } from 'react-resizable-panels';
 import { useTranslation } from 'react-i18next';
+import { Group, type Layout, Panel } from 'react-resizable-panels';
 import { useSnapshot } from 'valtio';
 import { Icon } from '#web/components/icons.tsx';
 import { cx, IconButton } from '#web/components/ui.tsx';
 import { appState, setDarkTermTheme } from '#web/state/app.ts';
+import { notify } from '#web/state/notices.ts';
+import { CloseShellDialog } from './CloseShellDialog.tsx';
+import { requestClose } from './close-shells.ts';
 import { PaneFrame, ResizeHandle } from './PaneFrame.tsx';
 import { installShellOps } from './shell-ops.ts';
 import {
   addTab,
-  removeSlot,
+  reopenLastClosed,
+  type ShellSlot,
+  type ShellTab,
   selectTab,
   setActiveSlot,
   setGroupLayout,
-  type ShellSlot,
-  type ShellTab,
   splitActive,
   workbench,
 } from './store.ts';
-import { closeShell, focusSlot, searchSlot, TerminalSlot } from './TerminalSlot.tsx';
+import { focusSlot, restartSlot, searchSlot, TerminalSlot } from './TerminalSlot.tsx';
 
 /** The slot whose pane holds the focus, else the active slot of the active tab. */
 function focusedSlot(): ShellSlot | undefined {
@@ -58,10 +61,19 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
         closeFocused: () => {
           const cur = focusedSlot();
           if (!cur) return;
-          const removed = removeSlot(cur.id);
-          if (removed) void closeShell(applyId, removed);
-          const next = focusedSlot();
-          if (next) focusLater(next.id);
+          void requestClose(applyId, [cur.id], () => {
+            const next = focusedSlot();
+            if (next) focusLater(next.id);
+          });
+        },
+        reopenClosed: () => {
+          const slot = reopenLastClosed();
+          if (slot) focusLater(slot.id);
+          else notify('info', t('reopen.none'));
+        },
+        restartFocused: () => {
+          const cur = focusedSlot();
+          if (cur) restartSlot(applyId, cur);
         },
         search: () => {
           const cur = focusedSlot();
@@ -73,7 +85,7 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
           if (cur) focusSlot(cur.id);
         },
       }),
-    [applyId],
+    [applyId, t],
   );
 
   // The first visit opens one shell, so the workbench is never an empty room.
@@ -92,6 +104,7 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
 
   return (
     <div className="flex h-full min-h-0 flex-col bg-white dark:bg-zinc-950" data-testid="shell-area">
+      <CloseShellDialog />
       <div
         role="tablist"
         aria-label={t('shells.tabs')}
@@ -99,7 +112,7 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
       >
         {tabs.map((tab) => {
           const active = tab.id === wb.layout.activeTab;
-          const name = tab.slots.map((s) => labels.get(s.id)).join(' | ');
+          const name = tab.title ?? tab.slots.map((s) => labels.get(s.id)).join(' | ');
           return (
             <div
               key={tab.id}
@@ -127,12 +140,16 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
               <button
                 type="button"
                 aria-label={t('shells.closeTab', { name })}
-                onClick={() => {
-                  for (const s of [...tab.slots]) {
-                    removeSlot(s.id);
-                    void closeShell(applyId, s);
-                  }
-                }}
+                onClick={() =>
+                  void requestClose(
+                    applyId,
+                    tab.slots.map((s) => s.id),
+                    () => {
+                      const next = focusedSlot();
+                      if (next) focusLater(next.id);
+                    },
+                  )
+                }
                 className="mr-1 rounded p-0.5 opacity-0 group-hover:opacity-100 hover:bg-zinc-200 focus-visible:opacity-100 dark:hover:bg-zinc-800"
               >
                 <Icon name="x" size={11} />
@@ -234,10 +251,7 @@ function TabBody({
                     size={12}
                     className="-mr-1 h-6 w-6"
                     label={t('shells.close')}
-                    onClick={() => {
-                      removeSlot(slot.id);
-                      void closeShell(applyId, slot);
-                    }}
+                    onClick={() => void requestClose(applyId, [slot.id])}
                   />
                 ) : undefined
               }

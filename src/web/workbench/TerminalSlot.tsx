@@ -2,12 +2,15 @@
 // remembers the clientId in the persisted layout; a slot with one (after a reload) simply attaches to
 // it, and the terminal resumes from the server's scrollback. Closing a slot closes the shell on the
 // server and disposes its live terminal.
+
 import { useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
+import { useSnapshot } from 'valtio';
 import { shellCalls } from '#shared/shells.ts';
 import { call } from '#web/api/http.ts';
+import { leaseOf, leases, messageOf } from '#web/boards/store.ts';
 import { Button, Spinner } from '#web/components/ui.tsx';
-import { messageOf } from '#web/state/devices.ts';
+import { ShellShareBar } from '#web/share/ShellShareBar.tsx';
 import { disposeShell } from '#web/terminal/registry.ts';
 import { TerminalPane, type TerminalPaneHandle } from '#web/terminal/TerminalPane.tsx';
 import { type ShellSlot, setClientId } from './store.ts';
@@ -30,6 +33,16 @@ export function focusSlot(slotId: string): void {
   const h = handles.get(slotId);
   if (h) h.focus();
   else document.querySelector<HTMLElement>(`[data-pane-id="shell:${slotId}"]`)?.focus();
+}
+
+/** Replaces the slot's shell with a new one of its kind (after it ended: board reset, exit, …). */
+export function restartSlot(applyId: string, slot: ShellSlot): void {
+  const old = slot.clientId;
+  if (!old) return;
+  handles.delete(slot.id);
+  disposeShell(old);
+  void call(unapplyShell, { applyId, clientId: old }, { silent: true }).catch(() => {});
+  setClientId(slot.id, null);
 }
 
 export function searchSlot(slotId: string): void {
@@ -64,12 +77,30 @@ function openShell(applyId: string, slot: ShellSlot): Promise<string> {
   return p;
 }
 
-export function TerminalSlot({ applyId, slot, hidden }: { applyId: string; deviceId: string; slot: ShellSlot; hidden: boolean }) {
+export function TerminalSlot({
+  applyId,
+  deviceId,
+  slot,
+  hidden,
+}: {
+  applyId: string;
+  deviceId: string;
+  slot: ShellSlot;
+  hidden: boolean;
+}) {
   const { t } = useTranslation('workbench');
   const [error, setError] = useState('');
   const [attempt, setAttempt] = useState(0);
   const paneRef = useRef<TerminalPaneHandle | null>(null);
   const clientId = slot.clientId;
+  // A shell asked for while the board resets or flashes cannot open; it opens by itself once the
+  // board is back, instead of waiting for a Retry.
+  useSnapshot(leases);
+  const boardState = leaseOf(deviceId)?.boardState;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only the board coming back retries.
+  useEffect(() => {
+    if (error && boardState === 'leased') setAttempt((a) => a + 1);
+  }, [boardState]);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: `attempt` retries a failed open.
   useEffect(() => {
@@ -98,11 +129,17 @@ export function TerminalSlot({ applyId, slot, hidden }: { applyId: string; devic
 
   if (!clientId) {
     return (
-      <div className="flex h-full items-center justify-center bg-zinc-950 p-4 text-xs text-zinc-400" data-testid="terminal-opening">
+      <div
+        className="flex h-full items-center justify-center bg-zinc-950 p-4 text-xs text-zinc-400"
+        data-testid="terminal-opening"
+      >
         {error ? (
           <div className="flex flex-col items-center gap-2 text-center">
             <span className="text-red-400">{error}</span>
-            <Button size="sm" onClick={() => setAttempt((a) => a + 1)}>
+            {boardState && boardState !== 'leased' ? (
+              <span data-testid="terminal-waits-board">{t('shells.waitsForBoard')}</span>
+            ) : null}
+            <Button size="sm" autoFocus={!hidden} onClick={() => setAttempt((a) => a + 1)}>
               {t('devices:common.retry')}
             </Button>
           </div>
@@ -114,5 +151,14 @@ export function TerminalSlot({ applyId, slot, hidden }: { applyId: string; devic
       </div>
     );
   }
-  return <TerminalPane ref={paneRef} shellId={clientId} autoFocus={!hidden} className="h-full" />;
+  return (
+    <TerminalPane
+      ref={paneRef}
+      shellId={clientId}
+      autoFocus={!hidden}
+      className="h-full"
+      onRestart={() => restartSlot(applyId, slot)}
+      bar={<ShellShareBar shellId={clientId} />}
+    />
+  );
 }

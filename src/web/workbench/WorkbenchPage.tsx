@@ -4,25 +4,15 @@
 // and resizable panes — file tree, editor, shells (tabs and side-by-side splits) and load graphs —
 // whose sizes, visibility and open shells are kept per user in localStorage. Ctrl+Alt+Arrow moves the
 // focus between panes; every action is also a palette command.
-import { useEffect, useMemo, useState } from 'react';
-import { Group, type Layout, Panel } from 'react-resizable-panels';
+
+import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
+import { lazy, Suspense, useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
+import { Group, type Layout, Panel } from 'react-resizable-panels';
 import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
-import { Modal } from '#web/components/Modal.tsx';
-import { Icon, type IconName } from '#web/components/icons.tsx';
-import { Alert, Button, cx, EmptyState, IconButton, Spinner } from '#web/components/ui.tsx';
-import { InlineName, LeaseDialogs } from '#web/devices/LeaseDialogs.tsx';
-import { hostLeaseDialogs, installDeviceCommands } from '#web/devices/commands.ts';
-import { watchBoardState, watchLeaseNotices } from '#web/devices/live.ts';
-import { realtime } from '#web/realtime/client.ts';
-import { StateBadge } from '#web/devices/StateBadge.tsx';
-import { dateTimeText, timeLeftText, usePerfNow } from '#web/devices/time.ts';
-import { EditorPane } from '#web/files/EditorPane.tsx';
-import { FileTreePane } from '#web/files/FileTreePane.tsx';
-import { notify } from '#web/state/notices.ts';
-import { session } from '#web/state/session.ts';
-import { readApplyInfo } from '#web/state/storage.ts';
+import { watchBoardState, watchLeaseNotices } from '#web/boards/live.ts';
+import { StateBadge } from '#web/boards/StateBadge.tsx';
 import {
   checkApply,
   dataOf,
@@ -34,13 +24,41 @@ import {
   messageOf,
   powerReset,
   remainingAt,
-} from '#web/state/devices.ts';
+} from '#web/boards/store.ts';
+import { dateTimeText, timeLeftText, usePerfNow } from '#web/boards/time.ts';
+import { Icon, type IconName } from '#web/components/icons.tsx';
+import { Modal } from '#web/components/Modal.tsx';
+import { Alert, Button, cx, EmptyState, IconButton, Spinner } from '#web/components/ui.tsx';
+import { useCoarsePointer, useNarrow } from '#web/components/useMedia.ts';
+import { CodePane } from '#web/desktop/CodePane.tsx';
+import { useDesktopCommands } from '#web/desktop/commands.ts';
+import { codeWindow, toggleCode, toggleVnc, vncWindow } from '#web/desktop/state.ts';
+import { hostLeaseDialogs, installDeviceCommands } from '#web/devices/commands.ts';
+import { InlineName, LeaseDialogs } from '#web/devices/LeaseDialogs.tsx';
+import { EditorPane } from '#web/files/EditorPane.tsx';
+import { FileTreePane } from '#web/files/FileTreePane.tsx';
+import { installWorkbenchFlashCommands } from '#web/flash/commands.ts';
+import { FlashJobView } from '#web/flash/FlashJobView.tsx';
+import { isFinal } from '#web/flash/format.ts';
+import { flash, hostFlashPane, latestJob, openWizard } from '#web/flash/state.ts';
+import { realtime } from '#web/realtime/client.ts';
+import { provideFrontShell } from '#web/state/front-shell.ts';
+import { notify } from '#web/state/notices.ts';
+import { session } from '#web/state/session.ts';
+import { readApplyInfo } from '#web/state/storage.ts';
 import { installWorkbenchCommands, workbenchUi } from './commands.ts';
+import { KeyRow } from './KeyRow.tsx';
+import { useWorkbenchKeys } from './keys.ts';
 import { LoadPane } from './LoadPane.tsx';
 import { PaneFrame, ResizeHandle } from './PaneFrame.tsx';
+import { type PhonePaneDef, PhoneWorkbench } from './PhoneWorkbench.tsx';
+import { paneGroupRef } from './pane-keys.ts';
 import { ShellArea } from './ShellArea.tsx';
-import { useWorkbenchKeys } from './keys.ts';
-import { bindWorkbench, setGroupLayout, togglePane, unbindWorkbench, workbench } from './store.ts';
+import { shellOps } from './shell-ops.ts';
+import { activeTab, bindWorkbench, setGroupLayout, togglePane, unbindWorkbench, workbench } from './store.ts';
+
+/** noVNC loads only when the desktop pane first opens. */
+const VncPane = lazy(() => import('#web/desktop/VncPane.tsx'));
 
 type Phase =
   | { kind: 'none' }
@@ -56,13 +74,24 @@ export default function WorkbenchPage() {
   const { t } = useTranslation('workbench');
   const { applyInfo, id: userId, name: userName } = useSnapshot(session);
   const applyId = applyInfo?.applyId ?? readApplyInfo()?.applyId ?? null;
-  const [phase, setPhase] = useState<Phase>(() => (applyId ? { kind: 'checking', applyId } : { kind: 'none' }));
+  const [phase, setPhase] = useState<Phase>(() =>
+    applyId ? { kind: 'checking', applyId } : { kind: 'none' },
+  );
   const [attempt, setAttempt] = useState(0);
 
   useEffect(() => {
     installDeviceCommands();
     return hostLeaseDialogs();
   }, []);
+  // The shell in front, for commands of features below the workbench (share this shell).
+  useEffect(
+    () =>
+      provideFrontShell(() => {
+        const tab = activeTab();
+        return tab?.slots.find((x) => x.id === tab.activeSlot)?.clientId ?? null;
+      }),
+    [],
+  );
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: `attempt` re-runs the check on Retry.
   useEffect(() => {
@@ -81,7 +110,12 @@ export default function WorkbenchPage() {
           return;
         }
         if (first) {
-          setPhase({ kind: 'ready', applyId, deviceId: res.deviceId, serverName: res.serverName ?? res.deviceId });
+          setPhase({
+            kind: 'ready',
+            applyId,
+            deviceId: res.deviceId,
+            serverName: res.serverName ?? res.deviceId,
+          });
           void loadLeases();
         }
       } catch (err) {
@@ -103,7 +137,10 @@ export default function WorkbenchPage() {
           icon="workbench"
           title={t('noApply.title')}
           action={
-            <Link to="/mainboard" className="inline-flex h-8 items-center gap-2 rounded-md bg-zinc-900 px-3 text-[13px] font-medium text-white hover:bg-zinc-700 dark:bg-zinc-100 dark:text-zinc-900">
+            <Link
+              to="/mainboard"
+              className="inline-flex h-8 items-center gap-2 rounded-md bg-zinc-900 px-3 text-[13px] font-medium text-white hover:bg-zinc-700 dark:bg-zinc-100 dark:text-zinc-900"
+            >
               {t('noApply.action')}
             </Link>
           }
@@ -130,12 +167,17 @@ export default function WorkbenchPage() {
           icon="alert"
           title={t('ended.title')}
           action={
-            <Link to="/mainboard" className="inline-flex h-8 items-center gap-2 rounded-md bg-zinc-900 px-3 text-[13px] font-medium text-white hover:bg-zinc-700 dark:bg-zinc-100 dark:text-zinc-900">
+            <Link
+              to="/mainboard"
+              className="inline-flex h-8 items-center gap-2 rounded-md bg-zinc-900 px-3 text-[13px] font-medium text-white hover:bg-zinc-700 dark:bg-zinc-100 dark:text-zinc-900"
+            >
               {t('ended.action')}
             </Link>
           }
         >
-          <span data-testid="workbench-ended">{reasonKey ? t(reasonKey, { defaultValue: t('ended.generic') }) : t('ended.generic')}</span>
+          <span data-testid="workbench-ended">
+            {reasonKey ? t(reasonKey, { defaultValue: t('ended.generic') }) : t('ended.generic')}
+          </span>
         </EmptyState>
       </Centered>
     );
@@ -201,19 +243,207 @@ function Workbench({
 
   const ctx = useMemo(() => ({ applyId, deviceId, navigate }), [applyId, deviceId, navigate]);
   useEffect(() => installWorkbenchCommands(ctx), [ctx]);
+  useEffect(() => {
+    const release = hostFlashPane(deviceId);
+    const off = installWorkbenchFlashCommands(deviceId);
+    return () => {
+      off();
+      release();
+    };
+  }, [deviceId]);
   useWorkbenchKeys();
+  useDesktopCommands();
 
   const wb = useSnapshot(workbench);
+  const vnc = useSnapshot(vncWindow);
+  const code = useSnapshot(codeWindow);
+  const fl = useSnapshot(flash);
   const show = wb.layout.show;
+  const showFlash = fl.paneOpen && fl.paneDevice === deviceId;
+  const narrow = useNarrow();
+  const coarse = useCoarsePointer();
   if (!bound) return null;
 
-  const mainIds = [show.files && 'files', 'center', show.load && 'load'].filter(Boolean) as string[];
+  const dialogs = (
+    <>
+      <LeaseDialogs
+        onUnlocked={() => {
+          forgetApply();
+          navigate('/mainboard');
+        }}
+      />
+      <ResetDialog applyId={applyId} deviceId={deviceId} />
+    </>
+  );
+
+  const flashPane = (
+    <FlashJobView
+      deviceId={deviceId}
+      compact
+      actions={
+        isFinal(latestJob(deviceId)?.job) ? (
+          <Button
+            size="sm"
+            icon="terminal"
+            onClick={() => shellOps.newShell('serial')}
+            data-testid="flash-open-serial"
+          >
+            {t('flash:job.openSerial')}
+          </Button>
+        ) : null
+      }
+    />
+  );
+  const closeFlash = (
+    <IconButton
+      icon="x"
+      size={13}
+      className="-mr-1 h-6 w-6"
+      label={t('panes.hide', { pane: t('flash:job.pane') })}
+      onClick={() => {
+        flash.paneOpen = false;
+      }}
+    />
+  );
+  const vncPane = (
+    <Suspense fallback={<Spinner size={14} />}>
+      <VncPane applyId={applyId} />
+    </Suspense>
+  );
+  const codePane = (
+    <CodePane
+      applyId={applyId}
+      onOpenFiles={() => togglePane('files', true)}
+      onOpenEditor={() => togglePane('editor', true)}
+    />
+  );
+
+  if (narrow) {
+    // One pane at a time: every pane is a tab; the desktop, code and flash panes while they are open.
+    const phonePanes: PhonePaneDef[] = [
+      {
+        id: 'shells',
+        label: t('panes.shells'),
+        icon: 'terminal',
+        node: (
+          <>
+            <KeyRow />
+            <div className="min-h-0 flex-1">
+              <ShellArea applyId={applyId} deviceId={deviceId} />
+            </div>
+          </>
+        ),
+      },
+      {
+        id: 'files',
+        label: t('panes.files'),
+        icon: 'layers',
+        node: (
+          <PaneFrame paneId="files">
+            <FileTreePane applyId={applyId} deviceId={deviceId} className="h-full" />
+          </PaneFrame>
+        ),
+      },
+      {
+        id: 'editor',
+        label: t('panes.editor'),
+        icon: 'book',
+        node: (
+          <PaneFrame paneId="editor">
+            <EditorPane applyId={applyId} deviceId={deviceId} className="h-full" />
+          </PaneFrame>
+        ),
+      },
+      {
+        id: 'load',
+        label: t('panes.load'),
+        icon: 'dashboard',
+        node: (
+          <PaneFrame paneId="load" bodyClassName="overflow-auto">
+            <LoadPane deviceId={deviceId} serverName={serverName} />
+          </PaneFrame>
+        ),
+      },
+    ];
+    if (vnc.opened)
+      phonePanes.push({
+        id: 'vnc',
+        label: t('desktop:panes.vnc'),
+        icon: 'board',
+        node: (
+          <PaneFrame paneId="vnc" title={t('desktop:panes.vnc')} actions={<DesktopHideButton which="vnc" />}>
+            {vncPane}
+          </PaneFrame>
+        ),
+      });
+    if (code.opened)
+      phonePanes.push({
+        id: 'code',
+        label: t('desktop:panes.code'),
+        icon: 'terminal',
+        node: (
+          <PaneFrame
+            paneId="code"
+            title={t('desktop:panes.code')}
+            actions={<DesktopHideButton which="code" />}
+          >
+            {codePane}
+          </PaneFrame>
+        ),
+      });
+    if (showFlash)
+      phonePanes.push({
+        id: 'flash',
+        label: t('flash:job.pane'),
+        icon: 'upload',
+        node: (
+          <PaneFrame
+            paneId="flash"
+            title={t('flash:job.pane')}
+            actions={closeFlash}
+            bodyClassName="overflow-auto"
+          >
+            {flashPane}
+          </PaneFrame>
+        ),
+      });
+    return (
+      <div
+        className="flex min-h-0 flex-1 flex-col overflow-hidden bg-zinc-100 dark:bg-zinc-900"
+        data-testid="workbench"
+        data-layout="phone"
+      >
+        <WorkbenchHeader
+          applyId={applyId}
+          deviceId={deviceId}
+          serverName={serverName}
+          onEnded={onEnded}
+          narrow
+        />
+        <PhoneWorkbench applyId={applyId} panes={phonePanes} />
+        {dialogs}
+      </div>
+    );
+  }
+
+  const mainIds = [
+    show.files && 'files',
+    'center',
+    vnc.opened && 'vnc',
+    code.opened && 'code',
+    show.load && 'load',
+    showFlash && 'flash',
+  ].filter(Boolean) as string[];
   const mainKey = `main:${mainIds.join('+')}`;
   const centerIds = [show.editor && 'editor', 'shells'].filter(Boolean) as string[];
   const centerKey = `center:${centerIds.join('+')}`;
 
   return (
-    <div className="flex min-h-0 flex-1 flex-col overflow-hidden bg-zinc-100 dark:bg-zinc-900" data-testid="workbench">
+    <div
+      className="flex min-h-0 flex-1 flex-col overflow-hidden bg-zinc-100 dark:bg-zinc-900"
+      data-testid="workbench"
+      data-layout="columns"
+    >
       <WorkbenchHeader applyId={applyId} deviceId={deviceId} serverName={serverName} onEnded={onEnded} />
       <Group
         key={mainKey}
@@ -222,6 +452,7 @@ function Workbench({
         className="min-h-0 flex-1"
         defaultLayout={wb.layout.groups[mainKey] as Layout | undefined}
         onLayoutChanged={(layout) => setGroupLayout(mainKey, layout)}
+        groupRef={paneGroupRef(mainKey, 'horizontal')}
       >
         {show.files ? (
           <>
@@ -241,6 +472,7 @@ function Workbench({
             className="h-full"
             defaultLayout={wb.layout.groups[centerKey] as Layout | undefined}
             onLayoutChanged={(layout) => setGroupLayout(centerKey, layout)}
+            groupRef={paneGroupRef(centerKey, 'vertical')}
           >
             {show.editor ? (
               <>
@@ -253,10 +485,48 @@ function Workbench({
               </>
             ) : null}
             <Panel id="shells" minSize="120px">
-              <ShellArea applyId={applyId} deviceId={deviceId} />
+              {coarse ? (
+                // A tablet: the columns fit, the soft keyboard still lacks Esc, Ctrl and the arrows.
+                <div className="flex h-full flex-col">
+                  <KeyRow />
+                  <div className="min-h-0 flex-1">
+                    <ShellArea applyId={applyId} deviceId={deviceId} />
+                  </div>
+                </div>
+              ) : (
+                <ShellArea applyId={applyId} deviceId={deviceId} />
+              )}
             </Panel>
           </Group>
         </Panel>
+        {vnc.opened ? (
+          <>
+            <ResizeHandle />
+            <Panel id="vnc" defaultSize="45%" minSize="240px">
+              <PaneFrame
+                paneId="vnc"
+                title={t('desktop:panes.vnc')}
+                actions={<DesktopHideButton which="vnc" />}
+              >
+                {vncPane}
+              </PaneFrame>
+            </Panel>
+          </>
+        ) : null}
+        {code.opened ? (
+          <>
+            <ResizeHandle />
+            <Panel id="code" defaultSize="30%" minSize="200px">
+              <PaneFrame
+                paneId="code"
+                title={t('desktop:panes.code')}
+                actions={<DesktopHideButton which="code" />}
+              >
+                {codePane}
+              </PaneFrame>
+            </Panel>
+          </>
+        ) : null}
         {show.load ? (
           <>
             <ResizeHandle />
@@ -267,14 +537,23 @@ function Workbench({
             </Panel>
           </>
         ) : null}
+        {showFlash ? (
+          <>
+            <ResizeHandle />
+            <Panel id="flash" defaultSize="28%" minSize="260px">
+              <PaneFrame
+                paneId="flash"
+                title={t('flash:job.pane')}
+                actions={closeFlash}
+                bodyClassName="overflow-auto"
+              >
+                {flashPane}
+              </PaneFrame>
+            </Panel>
+          </>
+        ) : null}
       </Group>
-      <LeaseDialogs
-        onUnlocked={() => {
-          forgetApply();
-          navigate('/mainboard');
-        }}
-      />
-      <ResetDialog applyId={applyId} deviceId={deviceId} />
+      {dialogs}
     </div>
   );
 }
@@ -292,6 +571,20 @@ function HideButton({ pane }: { pane: 'files' | 'editor' | 'load' }) {
   );
 }
 
+function DesktopHideButton({ which }: { which: 'vnc' | 'code' }) {
+  const { t } = useTranslation('desktop');
+  return (
+    <IconButton
+      icon="x"
+      size={13}
+      className="-mr-1 h-6 w-6"
+      label={t('panes.hide', { pane: t(`panes.${which}`) })}
+      onClick={() => (which === 'vnc' ? toggleVnc(false) : toggleCode(false))}
+      data-testid={`${which}-hide`}
+    />
+  );
+}
+
 const paneToggles: { pane: 'files' | 'editor' | 'load'; icon: IconName }[] = [
   { pane: 'files', icon: 'layers' },
   { pane: 'editor', icon: 'book' },
@@ -303,11 +596,14 @@ function WorkbenchHeader({
   deviceId,
   serverName,
   onEnded,
+  narrow,
 }: {
   applyId: string;
   deviceId: string;
   serverName: string;
   onEnded: (reason: string | null) => void;
+  /** A phone: the name and the time left on their own lines, the actions in a menu. */
+  narrow?: boolean;
 }) {
   const { t, i18n } = useTranslation('workbench');
   const navigate = useNavigate();
@@ -334,9 +630,142 @@ function WorkbenchHeader({
     }
   };
 
+  const timeLeft =
+    lease && left !== null ? (
+      <span
+        className={cx(
+          'font-mono tabular-nums',
+          left <= 3_600_000
+            ? 'text-red-600 dark:text-red-400'
+            : left <= 86_400_000
+              ? 'text-amber-600 dark:text-amber-400'
+              : 'text-zinc-700 dark:text-zinc-300',
+        )}
+        data-testid="workbench-time-left"
+      >
+        {timeLeftText(t, left)}
+      </span>
+    ) : null;
+
+  if (narrow) {
+    const actions = [
+      {
+        id: 'wb-flash',
+        icon: 'upload' as IconName,
+        label: t('flash:board.flash'),
+        disabled: !lease || !!busy,
+        run: () => openWizard('one', [deviceId]),
+      },
+      {
+        id: 'wb-renew',
+        icon: 'refresh' as IconName,
+        label: t('header.renew'),
+        disabled: !lease || !!busy,
+        run: () => {
+          leases.dialog = { kind: 'renew', deviceId };
+        },
+      },
+      {
+        id: 'wb-reset',
+        icon: 'rotate' as IconName,
+        label: t('header.reset'),
+        disabled: !!busy,
+        run: () => {
+          workbenchUi.resetOpen = true;
+        },
+      },
+      {
+        id: 'wb-leave',
+        icon: 'logout' as IconName,
+        label: t('header.leave'),
+        disabled: !!busy,
+        run: () => void leave(),
+      },
+    ];
+    return (
+      <header
+        className="flex min-h-12 shrink-0 items-center gap-1 border-b border-zinc-200 bg-white py-0.5 pr-1 dark:border-zinc-800 dark:bg-zinc-950"
+        data-testid="workbench-header"
+      >
+        <Link
+          to="/mainboard"
+          aria-label={t('header.back')}
+          title={t('header.back')}
+          className="inline-flex h-11 w-11 shrink-0 items-center justify-center rounded-md text-zinc-500 focus-ring active:bg-zinc-100 dark:active:bg-zinc-800"
+        >
+          <Icon name="chevronLeft" size={18} />
+        </Link>
+        <div className="min-w-0 flex-1 py-1">
+          <div className="flex min-w-0 flex-wrap items-center gap-x-2 gap-y-0.5">
+            {lease ? (
+              <InlineName
+                deviceId={deviceId}
+                name={name}
+                className="min-w-0 text-sm leading-5 font-semibold [overflow-wrap:anywhere] text-zinc-900 dark:text-zinc-100"
+              />
+            ) : (
+              <span
+                className="min-w-0 text-sm leading-5 font-semibold [overflow-wrap:anywhere] text-zinc-900 dark:text-zinc-100"
+                data-testid="board-name"
+              >
+                {name}
+              </span>
+            )}
+            {lease ? <StateBadge state={lease.boardState} /> : null}
+          </div>
+          {timeLeft ? (
+            <div
+              className="flex items-baseline gap-1 text-[11px] leading-4"
+              title={
+                lease ? t('header.endsAt', { date: dateTimeText(i18n.language, lease.endsAt) }) : undefined
+              }
+            >
+              {timeLeft}
+              <span className="text-zinc-400">{t('header.timeLeft')}</span>
+            </div>
+          ) : null}
+        </div>
+        <Menu as="div" className="relative shrink-0">
+          <MenuButton
+            aria-label={t('header.actions')}
+            title={t('header.actions')}
+            data-testid="wb-actions"
+            className="inline-flex h-11 w-11 items-center justify-center rounded-md text-zinc-600 focus-ring active:bg-zinc-100 data-[open]:bg-zinc-100 dark:text-zinc-300 dark:active:bg-zinc-800 dark:data-[open]:bg-zinc-800"
+          >
+            {busy ? <Spinner size={16} /> : <Icon name="menu" size={18} />}
+          </MenuButton>
+          <MenuItems
+            anchor="bottom end"
+            className="z-50 mt-1 w-56 rounded-lg border border-zinc-200 bg-white p-1 shadow-lg focus:outline-none dark:border-zinc-800 dark:bg-zinc-900"
+          >
+            {actions.map((a) => (
+              <MenuItem key={a.id} disabled={a.disabled}>
+                <button
+                  type="button"
+                  onClick={a.run}
+                  data-testid={a.id}
+                  className="flex min-h-11 w-full items-center gap-3 rounded-md px-3 text-left text-sm text-zinc-700 data-[disabled]:opacity-40 data-[focus]:bg-zinc-100 dark:text-zinc-200 dark:data-[focus]:bg-zinc-800"
+                >
+                  <Icon name={a.icon} size={16} className="text-zinc-400" />
+                  {a.label}
+                </button>
+              </MenuItem>
+            ))}
+          </MenuItems>
+        </Menu>
+      </header>
+    );
+  }
+
   return (
-    <header className="flex h-11 shrink-0 items-center gap-3 border-b border-zinc-200 bg-white px-3 dark:border-zinc-800 dark:bg-zinc-950" data-testid="workbench-header">
-      <Link to="/mainboard" className="flex items-center gap-1 rounded text-xs text-zinc-500 hover:text-zinc-900 focus-ring dark:hover:text-zinc-100">
+    <header
+      className="flex h-11 shrink-0 items-center gap-3 border-b border-zinc-200 bg-white px-3 dark:border-zinc-800 dark:bg-zinc-950"
+      data-testid="workbench-header"
+    >
+      <Link
+        to="/mainboard"
+        className="flex items-center gap-1 rounded text-xs text-zinc-500 hover:text-zinc-900 focus-ring dark:hover:text-zinc-100"
+      >
         <Icon name="chevronLeft" size={14} />
         <span className="hidden sm:inline">{t('header.back')}</span>
       </Link>
@@ -344,20 +773,34 @@ function WorkbenchHeader({
       <div className="flex min-w-0 items-center gap-2">
         <Icon name="cpu" size={15} className="shrink-0 text-zinc-400" />
         {lease ? (
-          <InlineName deviceId={deviceId} name={name} className="truncate text-[13px] font-semibold text-zinc-900 dark:text-zinc-100" />
+          <InlineName
+            deviceId={deviceId}
+            name={name}
+            className="truncate text-[13px] font-semibold text-zinc-900 dark:text-zinc-100"
+          />
         ) : (
-          <span className="truncate text-[13px] font-semibold text-zinc-900 dark:text-zinc-100" data-testid="board-name">
+          <span
+            className="truncate text-[13px] font-semibold text-zinc-900 dark:text-zinc-100"
+            data-testid="board-name"
+          >
             {name}
           </span>
         )}
         {lease ? <StateBadge state={lease.boardState} /> : null}
       </div>
       {lease && left !== null ? (
-        <div className="hidden items-baseline gap-1.5 text-xs md:flex" title={t('header.endsAt', { date: dateTimeText(i18n.language, lease.endsAt) })}>
+        <div
+          className="hidden items-baseline gap-1.5 text-xs md:flex"
+          title={t('header.endsAt', { date: dateTimeText(i18n.language, lease.endsAt) })}
+        >
           <span
             className={cx(
               'font-mono tabular-nums',
-              left <= 3_600_000 ? 'text-red-600 dark:text-red-400' : left <= 86_400_000 ? 'text-amber-600 dark:text-amber-400' : 'text-zinc-700 dark:text-zinc-300',
+              left <= 3_600_000
+                ? 'text-red-600 dark:text-red-400'
+                : left <= 86_400_000
+                  ? 'text-amber-600 dark:text-amber-400'
+                  : 'text-zinc-700 dark:text-zinc-300',
             )}
             data-testid="workbench-time-left"
           >
@@ -367,7 +810,10 @@ function WorkbenchHeader({
         </div>
       ) : null}
       <div className="ml-auto flex items-center gap-1">
-        <fieldset className="mr-1 flex items-center rounded-md border border-zinc-200 p-0.5 dark:border-zinc-800" aria-label={t('header.panes')}>
+        <fieldset
+          className="mr-1 flex items-center rounded-md border border-zinc-200 p-0.5 dark:border-zinc-800"
+          aria-label={t('header.panes')}
+        >
           {paneToggles.map(({ pane, icon }) => (
             <button
               key={pane}
@@ -377,14 +823,34 @@ function WorkbenchHeader({
               onClick={() => togglePane(pane)}
               className={cx(
                 'inline-flex h-6 w-7 items-center justify-center rounded text-zinc-400 transition-colors focus-ring',
-                wb.layout.show[pane] ? 'bg-zinc-100 text-zinc-800 dark:bg-zinc-800 dark:text-zinc-100' : 'hover:text-zinc-700 dark:hover:text-zinc-200',
+                wb.layout.show[pane]
+                  ? 'bg-zinc-100 text-zinc-800 dark:bg-zinc-800 dark:text-zinc-100'
+                  : 'hover:text-zinc-700 dark:hover:text-zinc-200',
               )}
             >
               <Icon name={icon} size={14} />
             </button>
           ))}
+          <DesktopToggles />
         </fieldset>
-        <Button size="sm" variant="ghost" icon="refresh" disabled={!lease || !!busy} onClick={() => (leases.dialog = { kind: 'renew', deviceId })} data-testid="wb-renew">
+        <Button
+          size="sm"
+          variant="ghost"
+          icon="upload"
+          disabled={!lease || !!busy}
+          onClick={() => openWizard('one', [deviceId])}
+          data-testid="wb-flash"
+        >
+          {t('flash:board.flash')}
+        </Button>
+        <Button
+          size="sm"
+          variant="ghost"
+          icon="refresh"
+          disabled={!lease || !!busy}
+          onClick={() => (leases.dialog = { kind: 'renew', deviceId })}
+          data-testid="wb-renew"
+        >
           {t('header.renew')}
         </Button>
         <Button
@@ -398,7 +864,14 @@ function WorkbenchHeader({
         >
           {t('header.reset')}
         </Button>
-        <Button size="sm" icon="logout" loading={busy === 'leave'} disabled={!!busy} onClick={() => void leave()} data-testid="wb-leave">
+        <Button
+          size="sm"
+          icon="logout"
+          loading={busy === 'leave'}
+          disabled={!!busy}
+          onClick={() => void leave()}
+          data-testid="wb-leave"
+        >
           {t('header.leave')}
         </Button>
       </div>
@@ -447,4 +920,33 @@ function ResetDialog({ applyId, deviceId }: { applyId: string; deviceId: string 
       <p>{t('reset.body')}</p>
     </Modal>
   );
+}
+
+/** Header toggles of the desktop and code panes (the showVnc / showCode cookies). */
+function DesktopToggles() {
+  const { t } = useTranslation('desktop');
+  const vnc = useSnapshot(vncWindow);
+  const code = useSnapshot(codeWindow);
+  const items = [
+    { which: 'vnc' as const, on: vnc.opened, icon: 'board' as IconName, toggle: () => toggleVnc() },
+    { which: 'code' as const, on: code.opened, icon: 'terminal' as IconName, toggle: () => toggleCode() },
+  ];
+  return items.map(({ which, on, icon, toggle }) => (
+    <button
+      key={which}
+      type="button"
+      aria-pressed={on}
+      title={t(on ? 'panes.hide' : 'panes.show', { pane: t(`panes.${which}`) })}
+      onClick={toggle}
+      data-testid={`toggle-${which}`}
+      className={cx(
+        'inline-flex h-6 w-7 items-center justify-center rounded text-zinc-400 transition-colors focus-ring',
+        on
+          ? 'bg-zinc-100 text-zinc-800 dark:bg-zinc-800 dark:text-zinc-100'
+          : 'hover:text-zinc-700 dark:hover:text-zinc-200',
+      )}
+    >
+      <Icon name={icon} size={14} />
+    </button>
+  ));
 }

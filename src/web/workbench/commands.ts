@@ -1,17 +1,45 @@
 // Palette commands of the workbench, registered while it is mounted: shells (new, serial, split, close,
 // search, terminal theme, tabs), focus movement, pane visibility and the board's actions (renew, power
-// reset, leave, unlock). Each has the same keyboard shortcut the workbench binds (see keys.ts).
+// reset, leave, unlock). A command named after a keymap action shows the user's chord for it
+// (src/shared/keymap.ts; the palette looks it up by id), the one keys.ts binds.
 import { proxy } from 'valtio';
-import { notify } from '#web/state/notices.ts';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
-import { leases, leaveApply, messageOf } from '#web/state/devices.ts';
+import type { KeymapAction } from '#shared/keymap.ts';
+import { leases, leaveApply, messageOf } from '#web/boards/store.ts';
 import { t } from '#web/i18n/i18n.ts';
-import { moveFocus } from './focus.ts';
+import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
+import { stepTermFont } from '#web/state/app.ts';
+import { notify } from '#web/state/notices.ts';
+import { focusLastTerminal, focusPaneElement, moveFocus } from './focus.ts';
+import { resizeFocused, swapFocused } from './pane-keys.ts';
 import { shellOps } from './shell-ops.ts';
-import { cycleTab, togglePane } from './store.ts';
+import {
+  activeTab,
+  closedShells,
+  cycleTab,
+  renameTab,
+  TAB_TITLE_MAX,
+  togglePane,
+  validTabTitle,
+} from './store.ts';
 
 /** UI state of the workbench that commands open: the power-reset confirmation. */
-export const workbenchUi = proxy({ resetOpen: false });
+export const workbenchUi = proxy({ resetOpen: false, maximized: null as string | null });
+
+/**
+ * Maximises the pane holding the focus over the whole workbench, or restores the maximised one
+ * (tmux's zoom). The focus stays on (or returns to) that pane's primary target.
+ */
+export function toggleMaximize(): void {
+  const pane = document.activeElement?.closest<HTMLElement>('[data-pane-id]');
+  const id = workbenchUi.maximized ? null : (pane?.dataset.paneId ?? null);
+  workbenchUi.maximized = id;
+  const again = id ?? pane?.dataset.paneId;
+  if (!again) return;
+  requestAnimationFrame(() => {
+    const el = document.querySelector<HTMLElement>(`[data-pane-id="${CSS.escape(again)}"]`);
+    if (el && !el.contains(document.activeElement)) focusPaneElement(el);
+  });
+}
 
 export interface WorkbenchContext {
   applyId: string;
@@ -21,38 +49,57 @@ export interface WorkbenchContext {
 
 const SECTION = 'workbench:palette.section';
 
-/** The shortcuts, shown in the palette and bound in keys.ts. */
-export const SHORTCUTS = {
-  newShell: ['Ctrl', 'Alt', 'N'],
-  newSerial: ['Ctrl', 'Alt', 'Shift', 'N'],
-  split: ['Ctrl', 'Alt', '\\'],
-  close: ['Ctrl', 'Alt', 'W'],
-  search: ['Ctrl', 'Alt', 'F'],
-  termTheme: ['Ctrl', 'Alt', 'M'],
-  nextTab: ['Ctrl', 'Alt', 'PgDn'],
-  prevTab: ['Ctrl', 'Alt', 'PgUp'],
-  focusLeft: ['Ctrl', 'Alt', '←'],
-  focusRight: ['Ctrl', 'Alt', '→'],
-  focusUp: ['Ctrl', 'Alt', '↑'],
-  focusDown: ['Ctrl', 'Alt', '↓'],
-  toggleFiles: ['Ctrl', 'Alt', 'B'],
-  toggleEditor: ['Ctrl', 'Alt', 'E'],
-  toggleLoad: ['Ctrl', 'Alt', 'G'],
-  reset: ['Ctrl', 'Alt', 'R'],
-} as const;
+/** Commands about the board as a whole; the others act on the focused shell. */
+const BOARD_LEVEL = new Set([
+  'toggleFiles',
+  'toggleEditor',
+  'toggleLoad',
+  'reset',
+  'renew',
+  'leave',
+  'unlock',
+]);
+
+/** Other names users type for these commands (e.g. tmux's and VS Code's words). */
+const ALIASES: Partial<Record<string, readonly string[]>> = {
+  newShell: ['new terminal', 'open terminal', 'terminal'],
+  split: ['split terminal', 'split pane', 'vsplit'],
+  close: ['close terminal', 'kill shell', 'close shell'],
+  reopenClosed: ['reopen', 'undo close', 'restore shell', 'reopen terminal', 'closed shell'],
+  search: ['find', 'find in terminal'],
+  maximize: ['zoom', 'maximize', 'maximise', 'restore', 'fullscreen'],
+  restart: ['respawn', 'reconnect', 'restart shell', 'restart terminal'],
+  lastTerminal: ['back to terminal', 'focus terminal', 'go to terminal'],
+  reset: ['reboot', 'power cycle', 'restart the board'],
+  renew: ['extend', 'extend lease'],
+  unlock: ['release', 'release board', 'give back'],
+  leave: ['disconnect', 'end session'],
+  toggleFiles: ['explorer', 'sidebar'],
+  renameTab: ['rename tab', 'name tab', 'title'],
+  fontBigger: ['zoom in', 'larger text', 'font size'],
+  fontSmaller: ['zoom out', 'smaller text', 'font size'],
+  fontReset: ['reset zoom', 'default font size'],
+  paneWider: ['resize pane', 'grow pane', 'resize-pane'],
+  paneNarrower: ['resize pane', 'shrink pane', 'resize-pane'],
+  paneTaller: ['resize pane', 'grow pane', 'resize-pane'],
+  paneShorter: ['resize pane', 'shrink pane', 'resize-pane'],
+  swapPrev: ['swap pane', 'move pane', 'swap-pane', 'move shell'],
+  swapNext: ['swap pane', 'move pane', 'swap-pane', 'move shell'],
+};
 
 export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
   const c = (
-    id: keyof typeof SHORTCUTS | 'renew' | 'leave' | 'unlock',
+    id: KeymapAction | 'renew' | 'leave' | 'unlock' | 'renameTab',
     run: PaletteCommand['run'],
     icon?: PaletteCommand['icon'],
   ): PaletteCommand => ({
     id: `workbench.${id}`,
     titleKey: `workbench:palette.${id}`,
     section: SECTION,
-    shortcut: id in SHORTCUTS ? SHORTCUTS[id as keyof typeof SHORTCUTS] : undefined,
     icon,
     keywords: ['workbench', 'shell', 'terminal'],
+    aliases: ALIASES[id],
+    context: BOARD_LEVEL.has(id) ? 'board' : 'shell',
     run,
   });
   // The palette closes before a command runs; focus moves after it has let go of the focus.
@@ -60,38 +107,171 @@ export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
     window.setTimeout(fn, 0);
   };
   return [
-    c('newShell', later(() => shellOps.newShell('login')), 'terminal'),
-    c('newSerial', later(() => shellOps.newShell('serial')), 'terminal'),
-    c('split', later(() => shellOps.split()), 'panelLeft'),
-    c('close', later(() => shellOps.closeFocused()), 'x'),
-    c('search', later(() => shellOps.search()), 'search'),
+    c(
+      'newShell',
+      later(() => shellOps.newShell('login')),
+      'terminal',
+    ),
+    c(
+      'newSerial',
+      later(() => shellOps.newShell('serial')),
+      'terminal',
+    ),
+    c(
+      'split',
+      later(() => shellOps.split()),
+      'panelLeft',
+    ),
+    c(
+      'close',
+      later(() => shellOps.closeFocused()),
+      'x',
+    ),
+    {
+      ...c(
+        'reopenClosed',
+        later(() => shellOps.reopenClosed()),
+        'refresh',
+      ),
+      when: () => closedShells.list.length > 0,
+    },
+    c(
+      'search',
+      later(() => shellOps.search()),
+      'search',
+    ),
+    {
+      ...c('renameTab', (_ctx, { title }) => {
+        const tab = activeTab();
+        if (tab) renameTab(tab.id, title);
+        window.setTimeout(() => shellOps.focusActive(), 0);
+      }),
+      // Below the board's own Rename, which is what "rename" means in the workbench (ranking table).
+      context: undefined,
+      when: () => activeTab() !== undefined,
+      args: [
+        {
+          key: 'title',
+          promptKey: 'workbench:palette.renameTabPrompt',
+          promptParams: { max: String(TAB_TITLE_MAX) },
+          options: () => [{ value: '', label: t('workbench:palette.renameTabAuto') }],
+          freeText: true,
+          validate: (v) =>
+            validTabTitle(v) ? null : t('workbench:palette.renameTabBad', { max: TAB_TITLE_MAX }),
+        },
+      ],
+    },
     c('termTheme', () => shellOps.toggleTheme(), 'moon'),
-    c('nextTab', later(() => cycleTab(1)), 'chevronRight'),
-    c('prevTab', later(() => cycleTab(-1)), 'chevronLeft'),
-    c('focusLeft', later(() => void moveFocus('left')), 'arrowLeft'),
-    c('focusRight', later(() => void moveFocus('right')), 'arrowRight'),
-    c('focusUp', later(() => void moveFocus('up'))),
-    c('focusDown', later(() => void moveFocus('down'))),
+    c('fontBigger', () => stepTermFont(1)),
+    c('fontSmaller', () => stepTermFont(-1)),
+    c('fontReset', () => stepTermFont(0)),
+    c(
+      'nextTab',
+      later(() => cycleTab(1)),
+      'chevronRight',
+    ),
+    c(
+      'prevTab',
+      later(() => cycleTab(-1)),
+      'chevronLeft',
+    ),
+    c(
+      'focusLeft',
+      later(() => void moveFocus('left')),
+      'arrowLeft',
+    ),
+    c(
+      'focusRight',
+      later(() => void moveFocus('right')),
+      'arrowRight',
+    ),
+    c(
+      'focusUp',
+      later(() => void moveFocus('up')),
+    ),
+    c(
+      'focusDown',
+      later(() => void moveFocus('down')),
+    ),
+    c(
+      'maximize',
+      later(() => toggleMaximize()),
+      'panelLeft',
+    ),
+    c(
+      'paneWider',
+      later(() => void resizeFocused('x', 1)),
+      'arrowRight',
+    ),
+    c(
+      'paneNarrower',
+      later(() => void resizeFocused('x', -1)),
+      'arrowLeft',
+    ),
+    c(
+      'paneTaller',
+      later(() => void resizeFocused('y', 1)),
+    ),
+    c(
+      'paneShorter',
+      later(() => void resizeFocused('y', -1)),
+    ),
+    c(
+      'swapPrev',
+      later(() => void swapFocused(-1)),
+      'chevronLeft',
+    ),
+    c(
+      'swapNext',
+      later(() => void swapFocused(1)),
+      'chevronRight',
+    ),
+    c(
+      'restart',
+      later(() => shellOps.restartFocused()),
+      'refresh',
+    ),
+    c(
+      'lastTerminal',
+      later(() => void focusLastTerminal()),
+      'terminal',
+    ),
     c('toggleFiles', () => togglePane('files'), 'layers'),
     c('toggleEditor', () => togglePane('editor'), 'book'),
     c('toggleLoad', () => togglePane('load'), 'dashboard'),
-    c('reset', () => {
-      workbenchUi.resetOpen = true;
-    }, 'rotate'),
-    c('renew', () => {
-      leases.dialog = { kind: 'renew', deviceId: ctx.deviceId };
-    }, 'refresh'),
-    c('leave', async (p) => {
-      try {
-        await leaveApply(ctx.applyId, ctx.deviceId);
-        p.navigate('/mainboard');
-      } catch (err) {
-        notify('error', t('workbench:leave.failed', { error: messageOf(err) }));
-      }
-    }, 'logout'),
-    c('unlock', () => {
-      leases.dialog = { kind: 'unlock', deviceId: ctx.deviceId };
-    }, 'lock'),
+    c(
+      'reset',
+      () => {
+        workbenchUi.resetOpen = true;
+      },
+      'rotate',
+    ),
+    c(
+      'renew',
+      () => {
+        leases.dialog = { kind: 'renew', deviceId: ctx.deviceId };
+      },
+      'refresh',
+    ),
+    c(
+      'leave',
+      async (p) => {
+        try {
+          await leaveApply(ctx.applyId, ctx.deviceId);
+          p.navigate('/mainboard');
+        } catch (err) {
+          notify('error', t('workbench:leave.failed', { error: messageOf(err) }));
+        }
+      },
+      'logout',
+    ),
+    c(
+      'unlock',
+      () => {
+        leases.dialog = { kind: 'unlock', deviceId: ctx.deviceId };
+      },
+      'lock',
+    ),
   ];
 }
 

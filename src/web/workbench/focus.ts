@@ -79,13 +79,57 @@ export function directionOf(key: string): Direction | null {
   }
 }
 
-const FOCUSABLE =
-  'textarea.xterm-helper-textarea, .cm-content, [data-focus-target], [role="tree"], [role="listbox"], button, [href], input, select, textarea, [tabindex]:not([tabindex="-1"])';
+// A pane's primary targets, in order of preference: the terminal, the editor, the tree or list, the
+// desktop's canvas. Never a button of the pane's title bar: the next key (Space, Enter) would fire it
+// (issue 13, finding 2). A pane with none of them takes the focus itself (it has tabIndex -1).
+const PRIMARY = [
+  'textarea.xterm-helper-textarea',
+  '.cm-content',
+  '[data-focus-target]',
+  '[role="tree"]',
+  '[role="listbox"]',
+  'canvas[tabindex]',
+];
 
-/** Puts the focus inside a pane: its terminal, editor, tree or first focusable, else the pane itself. */
+/** The element that receives the keyboard when the pane is focused. */
+export function primaryTarget(el: HTMLElement): HTMLElement {
+  for (const sel of PRIMARY) {
+    // A hidden target (the editor's CodeMirror while no file is open) cannot take the focus.
+    for (const target of el.querySelectorAll<HTMLElement>(sel))
+      if (target.getClientRects().length > 0) return target;
+  }
+  return el;
+}
+
+/** Puts the focus on a pane's primary target: its terminal, editor, tree, else the pane itself. */
 export function focusPaneElement(el: HTMLElement): void {
-  const target = el.querySelector<HTMLElement>(FOCUSABLE);
-  (target ?? el).focus({ preventScroll: true });
+  primaryTarget(el).focus({ preventScroll: true });
+}
+
+// The shell pane that last had the focus, so one key (Ctrl+`) can always go back to it.
+let lastShellPane: HTMLElement | null = null;
+
+function onFocusIn(e: FocusEvent): void {
+  const pane = (e.target as Element | null)?.closest?.('[data-pane-id^="shell:"]');
+  if (pane) lastShellPane = pane as HTMLElement;
+}
+
+/** Remembers the last focused shell while the workbench is mounted. */
+export function trackLastShell(): () => void {
+  document.addEventListener('focusin', onFocusIn, true);
+  return () => document.removeEventListener('focusin', onFocusIn, true);
+}
+
+/** Focuses the terminal of the last focused shell (or the first visible one); answers its pane. */
+export function focusLastTerminal(root: ParentNode = document): HTMLElement | null {
+  const visible = (el: HTMLElement) => el.isConnected && getComputedStyle(el).visibility !== 'hidden';
+  const pane =
+    lastShellPane && visible(lastShellPane)
+      ? lastShellPane
+      : [...root.querySelectorAll<HTMLElement>('[data-pane-id^="shell:"]')].find(visible);
+  if (!pane) return null;
+  focusPaneElement(pane);
+  return pane;
 }
 
 /** Every visible pane element of the workbench, with its box. */

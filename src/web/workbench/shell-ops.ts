@@ -7,7 +7,11 @@ import type { ShellKind } from './store.ts';
 export interface ShellOps {
   newShell: (kind: ShellKind) => void;
   split: () => void;
+  /** Closes the focused shell, asking first when it runs a foreground job (close-shells.ts). */
   closeFocused: () => void;
+  /** Opens a new shell where the last closed one was (store.ts, closedShells). */
+  reopenClosed: () => void;
+  restartFocused: () => void;
   search: () => void;
   toggleTheme: () => void;
   focusActive: () => void;
@@ -17,6 +21,8 @@ const idle: ShellOps = {
   newShell: () => {},
   split: () => {},
   closeFocused: () => {},
+  reopenClosed: () => {},
+  restartFocused: () => {},
   search: () => {},
   toggleTheme: () => setDarkTermTheme(!appState.darkTermTheme),
   focusActive: () => {},

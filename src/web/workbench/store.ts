@@ -3,8 +3,9 @@
 // in localStorage, so a reload — or the next visit — opens the same workbench. Shells belong to an
 // apply: their ids are kept only while the apply they were opened on is the current one, so a reload
 // resumes the same shells and a new apply starts clean. Live terminal objects never enter this store.
-import { proxy, subscribe } from 'valtio';
+
 import type { Layout } from 'react-resizable-panels';
+import { proxy, subscribe } from 'valtio';
 import type { ShellType } from '#shared/shells.ts';
 
 export type ShellKind = ShellType;
@@ -23,6 +24,14 @@ export interface ShellTab {
   slots: ShellSlot[];
   /** The slot that has (or last had) the focus inside this tab. */
   activeSlot: string;
+  /** A name the user gave the tab; absent: "Shell 1", "Serial 1 | Shell 2"… */
+  title?: string;
+}
+
+/** Longest tab name; control and invisible characters are not allowed in one. */
+export const TAB_TITLE_MAX = 40;
+export function validTabTitle(v: string): boolean {
+  return v.trim().length <= TAB_TITLE_MAX && !/[\p{Cc}\p{Cf}\u2028\u2029]/u.test(v);
 }
 
 export type PaneId = 'files' | 'editor' | 'shells' | 'load';
@@ -95,13 +104,23 @@ export function parseLayout(raw: string | null): WorkbenchLayout {
       if (!tab || typeof tab.id !== 'string' || !Array.isArray(tab.slots)) continue;
       const slots = tab.slots
         .filter((s) => s && typeof s.id === 'string' && (s.kind === 'login' || s.kind === 'serial'))
-        .map((s) => ({ id: s.id, kind: s.kind, clientId: typeof s.clientId === 'string' ? s.clientId : null }));
+        .map((s) => ({
+          id: s.id,
+          kind: s.kind,
+          clientId: typeof s.clientId === 'string' ? s.clientId : null,
+        }));
       if (slots.length === 0) continue;
       const activeSlot = slots.some((s) => s.id === tab.activeSlot) ? tab.activeSlot : slots[0].id;
-      base.tabs.push({ id: tab.id, slots, activeSlot });
+      const title =
+        typeof tab.title === 'string' && tab.title.trim() && validTabTitle(tab.title)
+          ? tab.title.trim()
+          : undefined;
+      base.tabs.push({ id: tab.id, slots, activeSlot, ...(title ? { title } : {}) });
     }
   }
-  base.activeTab = base.tabs.some((t) => t.id === o.activeTab) ? (o.activeTab as string) : (base.tabs[0]?.id ?? null);
+  base.activeTab = base.tabs.some((t) => t.id === o.activeTab)
+    ? (o.activeTab as string)
+    : (base.tabs[0]?.id ?? null);
   return base;
 }
 
@@ -121,6 +140,7 @@ export function bindWorkbench(user: string, applyId: string): void {
     layout = defaultLayout();
   }
   if (layout.applyId !== applyId) {
+    closedShells.list = [];
     layout.tabs = [];
     layout.activeTab = null;
     layout.applyId = applyId;
@@ -213,6 +233,15 @@ export function setClientId(slotId: string, clientId: string | null): void {
   }
 }
 
+/** Names a tab; an empty name gives it back its automatic one. */
+export function renameTab(tabId: string, title: string): void {
+  const tab = workbench.layout.tabs.find((t) => t.id === tabId);
+  if (!tab || !validTabTitle(title)) return;
+  const v = title.trim();
+  if (v) tab.title = v;
+  else delete tab.title;
+}
+
 export function selectTab(tabId: string): void {
   if (workbench.layout.tabs.some((t) => t.id === tabId)) workbench.layout.activeTab = tabId;
 }
@@ -231,4 +260,103 @@ export function setActiveSlot(slotId: string): void {
       workbench.layout.activeTab = tab.id;
     }
   }
+}
+
+/** Swaps a shell with its neighbour in its split (delta -1: the one before). False when there is none. */
+export function moveSlot(slotId: string, delta: 1 | -1): boolean {
+  for (const tab of workbench.layout.tabs) {
+    const i = tab.slots.findIndex((s) => s.id === slotId);
+    if (i < 0) continue;
+    const j = i + delta;
+    if (tab.slots.length < 2 || j < 0 || j >= tab.slots.length) return false;
+    const [slot] = tab.slots.splice(i, 1);
+    tab.slots.splice(j, 0, slot);
+    tab.activeSlot = slotId;
+    return true;
+  }
+  return false;
+}
+
+/** Moves the tab holding a shell one place left (-1) or right. False at either end. */
+export function moveTab(slotId: string, delta: 1 | -1): boolean {
+  const tabs = workbench.layout.tabs;
+  const i = tabs.findIndex((t) => t.slots.some((s) => s.id === slotId));
+  const j = i + delta;
+  if (i < 0 || j < 0 || j >= tabs.length) return false;
+  const [tab] = tabs.splice(i, 1);
+  tabs.splice(j, 0, tab);
+  return true;
+}
+
+// Recently closed shells, for "Reopen closed shell" (a browser's Ctrl+Shift+T). Kept for this visit and
+// this apply only: a shell's process ends when it is closed and cannot be revived, so reopening starts
+// a new shell of the same kind in the same place (its tab's position and name, or its place in a split
+// when that tab is still open).
+
+export interface ClosedShell {
+  /** The tab the shells were in; a split that is still open takes a closed shell back. */
+  tabId: string;
+  tabIndex: number;
+  title?: string;
+  /** Kinds and places in the split, in order. */
+  slots: { kind: ShellKind; index: number }[];
+}
+
+/** How many closed shells are remembered. */
+export const CLOSED_SHELLS_MAX = 10;
+
+export const closedShells = proxy({ list: [] as ClosedShell[] });
+
+/** What closing these slots (all of one tab) will lose; null when none of them is in the layout. */
+export function closedEntry(layout: WorkbenchLayout, slotIds: readonly string[]): ClosedShell | null {
+  const tabIndex = layout.tabs.findIndex((t) => t.slots.some((s) => slotIds.includes(s.id)));
+  if (tabIndex < 0) return null;
+  const tab = layout.tabs[tabIndex];
+  const slots = tab.slots.flatMap((s, index) => (slotIds.includes(s.id) ? [{ kind: s.kind, index }] : []));
+  const whole = slots.length === tab.slots.length;
+  return { tabId: tab.id, tabIndex, ...(whole && tab.title ? { title: tab.title } : {}), slots };
+}
+
+/**
+ * Puts new shells where a closed entry was: back into its split when that tab is still open, else a
+ * new tab at its old position with its old name. Answers the slots made (the first takes the focus).
+ */
+export function reopenInto(layout: WorkbenchLayout, entry: ClosedShell): ShellSlot[] {
+  const made = entry.slots.map((s) => ({
+    slot: { id: newId('sh'), kind: s.kind, clientId: null },
+    index: s.index,
+  }));
+  if (made.length === 0) return [];
+  const open = layout.tabs.find((t) => t.id === entry.tabId);
+  if (open) {
+    for (const { slot, index } of made) open.slots.splice(Math.min(index, open.slots.length), 0, slot);
+    open.activeSlot = made[0].slot.id;
+    delete layout.groups[`split-${open.id}`];
+    layout.activeTab = open.id;
+  } else {
+    const tab: ShellTab = {
+      id: newId('tab'),
+      slots: made.map((m) => m.slot),
+      activeSlot: made[0].slot.id,
+      ...(entry.title ? { title: entry.title } : {}),
+    };
+    layout.tabs.splice(Math.min(Math.max(0, entry.tabIndex), layout.tabs.length), 0, tab);
+    layout.activeTab = tab.id;
+  }
+  return made.map((m) => m.slot);
+}
+
+/** Remembers slots about to be closed (call before removing them). */
+export function rememberClosed(slotIds: readonly string[]): void {
+  const entry = closedEntry(workbench.layout, slotIds);
+  if (!entry) return;
+  closedShells.list.push(entry);
+  if (closedShells.list.length > CLOSED_SHELLS_MAX)
+    closedShells.list.splice(0, closedShells.list.length - CLOSED_SHELLS_MAX);
+}
+
+/** Reopens the most recently closed shell(s); answers the slot to focus, undefined when none. */
+export function reopenLastClosed(): ShellSlot | undefined {
+  const entry = closedShells.list.pop();
+  return entry ? reopenInto(workbench.layout, entry)[0] : undefined;
 }
