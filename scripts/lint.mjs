@@ -68,5 +68,43 @@ const visit = (f) => {
 for (const f of graph.keys()) if (!state.get(f)) visit(f);
 for (const c of cycles) console.error(`import cycle: ${c.join(' -> ')}`);
 if (cycles.length) failed = true;
-if (!failed) console.log(`lint: ok (${files.length} files, no import cycles)`);
+
+// The console's folders import one way: primitives (state, components, i18n) at the bottom, the API
+// client above them, feature folders above those, the frame (router, layout, palette, workbench) on
+// top. A cycle between folders (static imports; a lazy import() is a page boundary) fails.
+const folderOf = (f) => {
+  const parts = f.split(path.sep);
+  return parts[0] === 'src' && parts[1] === 'web' && parts.length > 3 ? parts[2] : null;
+};
+const folders = new Map();
+for (const [f, deps] of graph) {
+  const from = folderOf(f);
+  if (!from) continue;
+  for (const d of deps) {
+    const to = folderOf(d);
+    if (!to || to === from) continue;
+    if (!folders.has(from)) folders.set(from, new Map());
+    if (!folders.get(from).has(to)) folders.get(from).set(to, `${f} -> ${d}`);
+  }
+}
+const fstate = new Map();
+const fstack = [];
+const folderCycles = [];
+const fvisit = (a) => {
+  fstate.set(a, 1);
+  fstack.push(a);
+  for (const b of folders.get(a)?.keys() ?? []) {
+    if (fstate.get(b) === 1) folderCycles.push([...fstack.slice(fstack.indexOf(b)), b]);
+    else if (!fstate.get(b)) fvisit(b);
+  }
+  fstack.pop();
+  fstate.set(a, 2);
+};
+for (const a of folders.keys()) if (!fstate.get(a)) fvisit(a);
+for (const c of folderCycles) {
+  const via = c.slice(0, -1).map((a, i) => folders.get(a).get(c[i + 1]));
+  console.error(`folder cycle in src/web: ${c.join(' -> ')}\n  ${via.join('\n  ')}`);
+}
+if (folderCycles.length) failed = true;
+if (!failed) console.log(`lint: ok (${files.length} files, no import cycles between files or console folders)`);
 process.exit(failed ? 1 : 0);

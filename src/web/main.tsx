@@ -6,11 +6,11 @@ import { createRoot } from 'react-dom/client';
 import { RouterProvider } from 'react-router-dom';
 import { systemCalls } from '#shared/system.ts';
 import { call } from '#web/api/http.ts';
+import { createRouter } from '#web/app-router.tsx';
 import { routeSet } from '#web/auth/flow.ts';
 import { initI18n } from '#web/i18n/i18n.ts';
-import { createRouter } from '#web/router/build.tsx';
 import { routeTable } from '#web/router/table.ts';
-import { appState, applyTheme } from '#web/state/app.ts';
+import { applyTheme, appState } from '#web/state/app.ts';
 import { setPublicSettings } from '#web/state/settings.ts';
 
 async function start(): Promise<void> {

@@ -11,7 +11,9 @@ const FRAME_NAMESPACES = ['common', 'layout', 'errors', 'http', 'palette', 'auth
 
 function keys(obj: unknown, prefix = ''): string[] {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return [prefix];
-  return Object.entries(obj as Record<string, unknown>).flatMap(([k, v]) => keys(v, prefix ? `${prefix}.${k}` : k));
+  return Object.entries(obj as Record<string, unknown>).flatMap(([k, v]) =>
+    keys(v, prefix ? `${prefix}.${k}` : k),
+  );
 }
 
 function load(lng: string, ns: string): unknown {
@@ -43,7 +45,8 @@ describe('translation catalogues', () => {
         const flat = keys(load(l, ns));
         for (const k of flat) {
           const v = k.split('.').reduce<unknown>((o, p) => (o as Record<string, unknown>)[p], load(l, ns));
-          if (typeof v === 'string' && v === '') expect(`${l}/${ns}:${k}`).toMatch(/^ja\/landing:hero\.paletteHint\.before$/);
+          if (typeof v === 'string' && v === '')
+            expect(`${l}/${ns}:${k}`).toMatch(/^ja\/landing:hero\.paletteHint\.before$/);
         }
       }
     });

@@ -38,7 +38,12 @@ const table: RouteNode[] = [
       { path: 'licence', meta: { titleKey: 'licence', licenceRequired: true } },
     ],
   },
-  { path: '/reduced-less', frame: 'layout', meta: { titleKey: 'full only', sets: ['full'] }, children: [{ path: 'x', meta: { titleKey: 'x' } }] },
+  {
+    path: '/reduced-less',
+    frame: 'layout',
+    meta: { titleKey: 'full only', sets: ['full'] },
+    children: [{ path: 'x', meta: { titleKey: 'x' } }],
+  },
   { path: 'docs', meta: { titleKey: 'docs', external: (s) => s?.docsUrl || undefined } },
 ];
 
@@ -57,19 +62,27 @@ describe('the sidebar built from the route table', () => {
 
   it('accepts any `|` alternative of a permission entry and hides licence-required routes on an invalid licence', () => {
     const withLicence = buildMenu(table, ctx({ perms: ['rbac.view_role'] }));
-    expect(withLicence.find((m) => m.key === '/admin')?.children?.map((c) => c.path)).toEqual(['/admin/users', '/admin/licence']);
+    expect(withLicence.find((m) => m.key === '/admin')?.children?.map((c) => c.path)).toEqual([
+      '/admin/users',
+      '/admin/licence',
+    ]);
     const without = buildMenu(table, ctx({ perms: ['rbac.view_role'], licenceValid: false }));
     expect(without.find((m) => m.key === '/admin/users')?.path).toBe('/admin/users');
   });
 
   it('drops routes of the other route set and gives external links their href', () => {
-    const menu = buildMenu(table, ctx({ routeSet: 'reduced', settings: { docsUrl: 'https://docs.example' } as never }));
+    const menu = buildMenu(
+      table,
+      ctx({ routeSet: 'reduced', settings: { docsUrl: 'https://docs.example' } as never }),
+    );
     expect(menu.map((m) => m.key)).toEqual(['/one/only', '/many/a', '/docs']);
     expect(menu[2]).toMatchObject({ href: 'https://docs.example' });
   });
 
   it('treats `*` as holding every permission', () => {
-    expect(routeAllowed({ titleKey: 'x', perms: ['a.b_c', 'd.e_f'] }, { perms: ['*'], licenceValid: true })).toBe(true);
+    expect(
+      routeAllowed({ titleKey: 'x', perms: ['a.b_c', 'd.e_f'] }, { perms: ['*'], licenceValid: true }),
+    ).toBe(true);
     expect(routeAllowed({ titleKey: 'x', perms: ['a.b_c'] }, { perms: [], licenceValid: true })).toBe(false);
   });
 });
@@ -77,7 +90,22 @@ describe('the sidebar built from the route table', () => {
 describe('the route table of the console', () => {
   it('has the spec routes in the full set and no layout routes in the reduced set', () => {
     const full = flattenRoutes(routeTable, 'full').map((r) => r.path);
-    for (const p of ['/', '/login', '/login-en', '/register', '/thridparty', '/mainboard', '/riscvhouse', '/workbench', '/cloudsetting', '/404', '/403', '/dashboard/dashboard', '/clouddevice/public', '/private-clouddevice/private'])
+    for (const p of [
+      '/',
+      '/login',
+      '/login-en',
+      '/register',
+      '/thridparty',
+      '/mainboard',
+      '/riscvhouse',
+      '/workbench',
+      '/cloudsetting',
+      '/404',
+      '/403',
+      '/dashboard/dashboard',
+      '/clouddevice/public',
+      '/private-clouddevice/private',
+    ])
       expect(full).toContain(p);
     const reduced = flattenRoutes(routeTable, 'reduced').map((r) => r.path);
     expect(reduced.filter((p) => p.split('/').length > 2)).toEqual([]);
@@ -86,8 +114,12 @@ describe('the route table of the console', () => {
   });
 
   it('marks exactly the spec public paths (and the error pages) public', () => {
-    const pub = flattenRoutes(routeTable, 'full').filter((r) => r.node.meta.public).map((r) => r.path);
-    expect(pub.sort()).toEqual(['/', '/403', '/404', '/login', '/login-en', '/register', '/thridparty'].sort());
+    const pub = flattenRoutes(routeTable, 'full')
+      .filter((r) => r.node.meta.public)
+      .map((r) => r.path);
+    expect(pub.sort()).toEqual(
+      ['/', '/403', '/404', '/login', '/login-en', '/register', '/thridparty'].sort(),
+    );
   });
 });
 

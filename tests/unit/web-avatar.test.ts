@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { checkAvatarFile, checkAvatarSize, maxZoomFor, rangeFromZoom, zoomFromRange } from '#web/auth/avatar.ts';
+import {
+  checkAvatarFile,
+  checkAvatarSize,
+  maxZoomFor,
+  rangeFromZoom,
+  zoomFromRange,
+} from '#web/auth/avatar.ts';
 
 describe('avatar rules (spec sections 5 and 9)', () => {
   it('accepts images up to 10240 KB only', () => {

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { decideGuard, type GuardInput } from '#web/auth/guard.ts';
 
-const base: GuardInput = { token: '', userLoaded: false, code: null, isPublic: false, fullPath: '/workbench?x=1' };
+const base: GuardInput = {
+  token: '',
+  userLoaded: false,
+  code: null,
+  isPublic: false,
+  fullPath: '/workbench?x=1',
+};
 
 describe('the sign-in guard (spec section 4)', () => {
   it('exchanges an authorization code when there is no token, on any path', () => {
@@ -19,7 +25,10 @@ describe('the sign-in guard (spec section 4)', () => {
 
   it('loads the user when a token exists but no user is loaded, blocking only private pages', () => {
     expect(decideGuard({ ...base, token: 't' })).toEqual({ kind: 'loadUser', blocking: true });
-    expect(decideGuard({ ...base, token: 't', isPublic: true })).toEqual({ kind: 'loadUser', blocking: false });
+    expect(decideGuard({ ...base, token: 't', isPublic: true })).toEqual({
+      kind: 'loadUser',
+      blocking: false,
+    });
   });
 
   it('ignores a code once a token is stored', () => {

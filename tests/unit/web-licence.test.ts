@@ -17,8 +17,12 @@ describe('the licence banner (spec section 9)', () => {
   });
 
   it('warns when fewer than seven days remain', () => {
-    expect(licenceWarnings(detail('2026-03-16'), now)).toEqual([{ kind: 'expiring', date: '2026-03-16', days: 6 }]);
-    expect(licenceWarnings(detail('2026-03-10'), now)).toEqual([{ kind: 'expiring', date: '2026-03-10', days: 0 }]);
+    expect(licenceWarnings(detail('2026-03-16'), now)).toEqual([
+      { kind: 'expiring', date: '2026-03-16', days: 6 },
+    ]);
+    expect(licenceWarnings(detail('2026-03-10'), now)).toEqual([
+      { kind: 'expiring', date: '2026-03-10', days: 0 },
+    ]);
   });
 
   it('says when the licence expired, and treats it as invalid', () => {
@@ -29,7 +33,9 @@ describe('the licence banner (spec section 9)', () => {
   });
 
   it('warns when more boards run than the licence allows', () => {
-    expect(licenceWarnings(detail('2027-01-01', 11, 10), now)).toEqual([{ kind: 'overAssets', current: 11, allowed: 10 }]);
+    expect(licenceWarnings(detail('2027-01-01', 11, 10), now)).toEqual([
+      { kind: 'overAssets', current: 11, allowed: 10 },
+    ]);
     expect(licenceWarnings(detail('2027-01-01', 10, 10), now)).toEqual([]);
   });
 });

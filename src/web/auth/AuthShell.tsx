@@ -2,9 +2,19 @@
 import type { ReactNode } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router-dom';
-import { LanguageMenu, Logo, ThemeToggle } from '#web/layout/controls.tsx';
+import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
 
-export function AuthShell({ title, subtitle, children, footer }: { title: string; subtitle?: string; children: ReactNode; footer?: ReactNode }) {
+export function AuthShell({
+  title,
+  subtitle,
+  children,
+  footer,
+}: {
+  title: string;
+  subtitle?: string;
+  children: ReactNode;
+  footer?: ReactNode;
+}) {
   const { t } = useTranslation('auth');
   return (
     <div className="relative flex min-h-dvh flex-col bg-zinc-50 dark:bg-zinc-950">
@@ -25,12 +35,16 @@ export function AuthShell({ title, subtitle, children, footer }: { title: string
         <div className="w-full max-w-[380px]">
           <div className="mb-6 text-center">
             <h1 className="text-xl font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">{title}</h1>
-            {subtitle ? <p className="mt-1.5 text-[13px] text-zinc-500 dark:text-zinc-400">{subtitle}</p> : null}
+            {subtitle ? (
+              <p className="mt-1.5 text-[13px] text-zinc-500 dark:text-zinc-400">{subtitle}</p>
+            ) : null}
           </div>
           <div className="rounded-xl border border-zinc-200 bg-white p-5 shadow-sm dark:border-zinc-800 dark:bg-zinc-900">
             {children}
           </div>
-          {footer ? <div className="mt-5 text-center text-[13px] text-zinc-500 dark:text-zinc-400">{footer}</div> : null}
+          {footer ? (
+            <div className="mt-5 text-center text-[13px] text-zinc-500 dark:text-zinc-400">{footer}</div>
+          ) : null}
           <p className="mt-8 text-center text-xs text-zinc-400 dark:text-zinc-600">{t('shell.legal')}</p>
         </div>
       </main>

@@ -11,8 +11,8 @@ import { Icon } from '#web/components/icons.tsx';
 import { Alert, Button, cx, IconButton, Spinner } from '#web/components/ui.tsx';
 import { setAvatar } from '#web/state/session.ts';
 import {
-  AvatarLoading,
   type AvatarFormat,
+  AvatarLoading,
   checkAvatarFile,
   checkAvatarSize,
   maxZoomFor,
@@ -34,7 +34,12 @@ function loadImage(src: string): Promise<HTMLImageElement> {
 }
 
 /** Draws the crop onto a target-sized canvas with a white background (transparent PNGs as JPG). */
-export function renderCrop(img: HTMLImageElement, area: Area, rotation: number, target = AVATAR_FRAME_PX): HTMLCanvasElement {
+export function renderCrop(
+  img: HTMLImageElement,
+  area: Area,
+  rotation: number,
+  target = AVATAR_FRAME_PX,
+): HTMLCanvasElement {
   const rad = (rotation * Math.PI) / 180;
   const w = img.naturalWidth;
   const h = img.naturalHeight;
@@ -85,9 +90,12 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
   const repeat = useRef<number | null>(null);
   const input = useRef<HTMLInputElement>(null);
 
-  useEffect(() => () => {
-    if (source) URL.revokeObjectURL(source.url);
-  }, [source]);
+  useEffect(
+    () => () => {
+      if (source) URL.revokeObjectURL(source.url);
+    },
+    [source],
+  );
   // biome-ignore lint/correctness/useExhaustiveDependencies: stop a held zoom button on unmount only.
   useEffect(() => () => stopRepeat(), []);
 
@@ -122,7 +130,10 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
     }
   };
 
-  const onMediaLoaded = useCallback((m: MediaSize) => setMaxZoom(maxZoomFor(m.naturalWidth, m.naturalHeight)), []);
+  const onMediaLoaded = useCallback(
+    (m: MediaSize) => setMaxZoom(maxZoomFor(m.naturalWidth, m.naturalHeight)),
+    [],
+  );
 
   // The preview follows 300 ms after the last change, not on every wheel tick.
   useEffect(() => {
@@ -139,7 +150,8 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
     return () => window.clearTimeout(id);
   }, [area, rotation]);
 
-  const step = (dir: 1 | -1) => setZoom((z) => Math.min(maxZoom, Math.max(1, z + dir * ((maxZoom - 1) / 50 || 0.02))));
+  const step = (dir: 1 | -1) =>
+    setZoom((z) => Math.min(maxZoom, Math.max(1, z + dir * ((maxZoom - 1) / 50 || 0.02))));
   const startRepeat = (dir: 1 | -1) => {
     stopRepeat();
     step(dir);
@@ -193,8 +205,12 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
           <span className="flex h-10 w-10 items-center justify-center rounded-full bg-zinc-100 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400">
             <Icon name="upload" size={18} />
           </span>
-          <span className="text-[13px] font-medium text-zinc-800 dark:text-zinc-200">{t('avatar.choose')}</span>
-          <span className="text-xs text-zinc-500">{t('avatar.rules', { kb: AVATAR_MAX_KB, px: AVATAR_FRAME_PX })}</span>
+          <span className="text-[13px] font-medium text-zinc-800 dark:text-zinc-200">
+            {t('avatar.choose')}
+          </span>
+          <span className="text-xs text-zinc-500">
+            {t('avatar.rules', { kb: AVATAR_MAX_KB, px: AVATAR_FRAME_PX })}
+          </span>
         </label>
         <input
           ref={input}
@@ -296,7 +312,11 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
           onPointerLeave={stopRepeat}
           onKeyDown={(e) => (e.key === 'Enter' || e.key === ' ') && step(1)}
         />
-        <IconButton icon="rotate" label={t('avatar.rotate')} onClick={() => setRotation((r) => (r + 90) % 360)} />
+        <IconButton
+          icon="rotate"
+          label={t('avatar.rotate')}
+          onClick={() => setRotation((r) => (r + 90) % 360)}
+        />
       </div>
       {loading === AvatarLoading.failed ? (
         <Alert tone="danger">
@@ -313,7 +333,12 @@ export function AvatarCrop({ onClose }: { onClose: () => void }) {
           <Button onClick={onClose} disabled={busy}>
             {t('actions.cancel')}
           </Button>
-          <Button variant="primary" onClick={upload} disabled={!area || busy || loading === AvatarLoading.success} data-testid="avatar-upload">
+          <Button
+            variant="primary"
+            onClick={upload}
+            disabled={!area || busy || loading === AvatarLoading.success}
+            data-testid="avatar-upload"
+          >
             {busy ? <Spinner size={13} /> : <Icon name="upload" size={14} />}
             {busy ? t('avatar.uploading', { progress }) : t('avatar.upload')}
           </Button>

@@ -7,8 +7,9 @@ import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { ApiError, call } from '#web/api/http.ts';
 import { Alert, Button, cx, Field, Input } from '#web/components/ui.tsx';
-import { publicSettingsState } from '#web/state/settings.ts';
 import { notify } from '#web/state/notices.ts';
+import { session } from '#web/state/session.ts';
+import { publicSettingsState } from '#web/state/settings.ts';
 import { AuthShell } from './AuthShell.tsx';
 import { encryptFields, InsecureContextError } from './crypto.ts';
 import { completeSignIn, goToProvider, userCall } from './flow.ts';
@@ -22,6 +23,15 @@ function useFailureText() {
     if (err instanceof ApiError) return err.message;
     return t('errors.generic');
   };
+}
+
+/** Focus (and select) a field of the form once React has re-rendered it. */
+function focusField(id: string): void {
+  window.setTimeout(() => {
+    const el = document.getElementById(id) as HTMLInputElement | null;
+    el?.focus();
+    el?.select();
+  }, 0);
 }
 
 function PasswordForm({ onToken }: { onToken: (token: string) => void }) {
@@ -38,6 +48,7 @@ function PasswordForm({ onToken }: { onToken: (token: string) => void }) {
     const p = password.trim();
     if (!u || !p) {
       setError(t('validation.credentialsRequired'));
+      focusField(u ? 'login-password' : 'login-username');
       return;
     }
     setBusy(true);
@@ -45,11 +56,17 @@ function PasswordForm({ onToken }: { onToken: (token: string) => void }) {
     try {
       const { publicKey } = await call(userCall('userPublicKey'), {}, { silent: true });
       const [encUser, encPass] = await encryptFields(publicKey, [u, p]);
-      const { accessToken } = await call(userCall('userLogin'), { username: encUser, password: encPass }, { silent: true });
+      const { accessToken } = await call(
+        userCall('userLogin'),
+        { username: encUser, password: encPass },
+        { silent: true },
+      );
       onToken(accessToken);
     } catch (err) {
       setError(failure(err));
       setBusy(false);
+      // A wrong password is retyped, not the username (issue 13, finding 9).
+      focusField('login-password');
     }
   };
 
@@ -163,7 +180,13 @@ function PhoneForm({ onToken }: { onToken: (token: string) => void }) {
             onChange={(e) => setCode(e.target.value)}
             className="font-mono tracking-widest"
           />
-          <Button onClick={send} loading={sending} disabled={wait > 0} className="h-9 min-w-28" data-testid="send-code">
+          <Button
+            onClick={send}
+            loading={sending}
+            disabled={wait > 0}
+            className="h-9 min-w-28"
+            data-testid="send-code"
+          >
             {wait > 0 ? t('phone.resendIn', { count: wait }) : t('phone.send')}
           </Button>
         </div>
@@ -182,6 +205,12 @@ export function LoginView() {
   const { value: settings } = useSnapshot(publicSettingsState);
   const [mode, setMode] = useState<Mode>('password');
   const onToken = (token: string) => navigate(completeSignIn(token), { replace: true });
+  // Signed in already: the form has nothing to do (checked once, so a sign-in made here goes where
+  // completeSignIn says).
+  // biome-ignore lint/correctness/useExhaustiveDependencies: on arrival only.
+  useEffect(() => {
+    if (session.token) navigate('/mainboard', { replace: true });
+  }, []);
 
   return (
     <AuthShell
@@ -190,13 +219,20 @@ export function LoginView() {
       footer={
         <span>
           {t('login.noAccount')}{' '}
-          <Link to="/register" className="font-medium text-zinc-900 underline-offset-4 hover:underline dark:text-zinc-100">
+          <Link
+            to="/register"
+            className="font-medium text-zinc-900 underline-offset-4 hover:underline dark:text-zinc-100"
+          >
             {t('actions.register')}
           </Link>
         </span>
       }
     >
-      <div role="tablist" aria-label={t('login.methods')} className="mb-5 grid grid-cols-2 rounded-lg bg-zinc-100 p-0.5 dark:bg-zinc-800/70">
+      <div
+        role="tablist"
+        aria-label={t('login.methods')}
+        className="mb-5 grid grid-cols-2 rounded-lg bg-zinc-100 p-0.5 dark:bg-zinc-800/70"
+      >
         {(['password', 'phone'] as const).map((m) => (
           <button
             key={m}
@@ -224,7 +260,12 @@ export function LoginView() {
             {t('login.or')}
             <span className="h-px flex-1 bg-zinc-200 dark:bg-zinc-800" />
           </div>
-          <Button className="h-9 w-full" icon="shield" onClick={() => void goToProvider('authorize')} data-testid="sso">
+          <Button
+            className="h-9 w-full"
+            icon="shield"
+            onClick={() => void goToProvider('authorize')}
+            data-testid="sso"
+          >
             {t('actions.sso')}
           </Button>
         </>

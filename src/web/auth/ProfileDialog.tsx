@@ -15,16 +15,27 @@ export function ProfileSummary({ onChangeAvatar }: { onChangeAvatar: () => void 
   const rows: [string, string][] = [
     [t('profile.username'), user?.username ?? ''],
     [t('profile.id'), snap.id],
-    [t('profile.org'), snap.currentOrg ? `${snap.currentOrg.name || snap.currentOrg.id} · ${snap.currentOrg.type}` : t('profile.none')],
+    [
+      t('profile.org'),
+      snap.currentOrg
+        ? `${snap.currentOrg.name || snap.currentOrg.id} · ${snap.currentOrg.type}`
+        : t('profile.none'),
+    ],
     [t('profile.roles'), snap.roles.length ? snap.roles.join(', ') : t('profile.none')],
-    [t('profile.perms'), snap.perms.includes('*') ? t('profile.allPerms') : t('profile.permCount', { count: snap.perms.length })],
+    [
+      t('profile.perms'),
+      snap.perms.includes('*') ? t('profile.allPerms') : t('profile.permCount', { count: snap.perms.length }),
+    ],
   ];
   return (
     <div className="space-y-4" data-testid="profile">
       <div className="flex items-center gap-3">
         <Avatar src={snap.avatar} name={snap.name} size={56} />
         <div className="min-w-0 flex-1">
-          <div className="truncate text-sm font-semibold text-zinc-900 dark:text-zinc-100" data-testid="profile-name">
+          <div
+            className="truncate text-sm font-semibold text-zinc-900 dark:text-zinc-100"
+            data-testid="profile-name"
+          >
             {snap.name}
           </div>
           <div className="truncate text-xs text-zinc-500">{user?.username}</div>
@@ -37,7 +48,9 @@ export function ProfileSummary({ onChangeAvatar }: { onChangeAvatar: () => void 
         {rows.map(([k, v]) => (
           <div key={k} className="flex gap-4 px-3 py-2 text-[13px]">
             <dt className="w-28 shrink-0 text-zinc-500">{k}</dt>
-            <dd className="min-w-0 flex-1 truncate font-mono text-xs leading-5 text-zinc-800 dark:text-zinc-200">{v}</dd>
+            <dd className="min-w-0 flex-1 truncate font-mono text-xs leading-5 text-zinc-800 dark:text-zinc-200">
+              {v}
+            </dd>
           </div>
         ))}
       </dl>
@@ -60,7 +73,11 @@ export default function ProfileDialog() {
       width={cropping ? 'max-w-xl' : 'max-w-md'}
       testId="profile-dialog"
     >
-      {cropping ? <AvatarCrop onClose={closeCrop} /> : <ProfileSummary onChangeAvatar={() => (profileDialog.cropping = true)} />}
+      {cropping ? (
+        <AvatarCrop onClose={closeCrop} />
+      ) : (
+        <ProfileSummary onChangeAvatar={() => (profileDialog.cropping = true)} />
+      )}
     </Modal>
   );
 }

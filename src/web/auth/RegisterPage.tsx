@@ -19,7 +19,10 @@ export default function RegisterPage() {
       {unavailable ? (
         <div className="space-y-4">
           <Alert tone="warning">{t('register.unavailable')}</Alert>
-          <Link to="/login" className="block text-center text-[13px] font-medium text-zinc-900 hover:underline dark:text-zinc-100">
+          <Link
+            to="/login"
+            className="block text-center text-[13px] font-medium text-zinc-900 hover:underline dark:text-zinc-100"
+          >
             {t('actions.toLogin')}
           </Link>
         </div>

@@ -54,7 +54,10 @@ export default function ThirdPartyPage() {
       subtitle={t('thirdParty.subtitle')}
       footer={
         routeSet() === 'full' ? (
-          <Link to="/login" className="font-medium text-zinc-900 underline-offset-4 hover:underline dark:text-zinc-100">
+          <Link
+            to="/login"
+            className="font-medium text-zinc-900 underline-offset-4 hover:underline dark:text-zinc-100"
+          >
             {t('actions.toLogin')}
           </Link>
         ) : undefined
@@ -67,7 +70,9 @@ export default function ThirdPartyPage() {
         </p>
       ) : (
         <form onSubmit={submit} className="space-y-4" noValidate>
-          {!fromLink ? <p className="text-[13px] text-zinc-500 dark:text-zinc-400">{t('thirdParty.noCode')}</p> : null}
+          {!fromLink ? (
+            <p className="text-[13px] text-zinc-500 dark:text-zinc-400">{t('thirdParty.noCode')}</p>
+          ) : null}
           <Field label={t('fields.sequenceCode')} htmlFor="sequence-code">
             <Input
               id="sequence-code"

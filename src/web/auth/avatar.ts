@@ -9,7 +9,11 @@ export function checkAvatarFile(file: { type: string; size: number }): AvatarFil
   return null;
 }
 
-export function checkAvatarSize(width: number, height: number, target = AVATAR_FRAME_PX): AvatarFileProblem | null {
+export function checkAvatarSize(
+  width: number,
+  height: number,
+  target = AVATAR_FRAME_PX,
+): AvatarFileProblem | null {
   return width < target || height < target ? 'tooSmall' : null;
 }
 

@@ -39,9 +39,13 @@ function subtle(): SubtleCrypto | null {
 export async function encryptFields(publicKeyPem: string, values: readonly string[]): Promise<string[]> {
   const s = subtle();
   if (!s) throw new InsecureContextError();
-  const key = await s.importKey('spki', pemToDer(publicKeyPem), { name: 'RSA-OAEP', hash: 'SHA-256' }, false, [
-    'encrypt',
-  ]);
+  const key = await s.importKey(
+    'spki',
+    pemToDer(publicKeyPem),
+    { name: 'RSA-OAEP', hash: 'SHA-256' },
+    false,
+    ['encrypt'],
+  );
   const enc = new TextEncoder();
   const out: string[] = [];
   for (const v of values) {

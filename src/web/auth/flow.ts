@@ -11,7 +11,14 @@ import { flattenRoutes } from '#web/router/types.ts';
 import { notify } from '#web/state/notices.ts';
 import { session, setSessionToken, setUser } from '#web/state/session.ts';
 import { publicSettingsState, routeSetOf } from '#web/state/settings.ts';
-import { readCookie, readToken, removeApplyInfo, removeCookie, removeToken, writeCookie } from '#web/state/storage.ts';
+import {
+  readCookie,
+  readToken,
+  removeApplyInfo,
+  removeCookie,
+  removeToken,
+  writeCookie,
+} from '#web/state/storage.ts';
 import { exchangeQuery, prepareProviderUrl, takePendingSignIn } from './oidc.ts';
 
 type CallName = (typeof userCalls)[number]['name'];

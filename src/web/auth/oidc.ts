@@ -12,7 +12,11 @@ export interface PendingSignIn {
 }
 
 /** Adds PKCE, state, language and redirect_uri to the provider URL and remembers the verifier. */
-export async function prepareProviderUrl(base: string, lang: string, origin = window.location.origin): Promise<string> {
+export async function prepareProviderUrl(
+  base: string,
+  lang: string,
+  origin = window.location.origin,
+): Promise<string> {
   const url = new URL(base, origin);
   const verifier = randomToken(32);
   const state = randomToken(16);
@@ -25,7 +29,10 @@ export async function prepareProviderUrl(base: string, lang: string, origin = wi
     redirectUri = `${origin}/mainboard`;
     url.searchParams.set('redirect_uri', redirectUri);
   }
-  sessionStorage.setItem(PENDING_KEY, JSON.stringify({ verifier, state, redirectUri } satisfies PendingSignIn));
+  sessionStorage.setItem(
+    PENDING_KEY,
+    JSON.stringify({ verifier, state, redirectUri } satisfies PendingSignIn),
+  );
   return url.toString();
 }
 
@@ -54,7 +61,12 @@ export function exchangeQuery(
   const iss = search.get('iss') ?? undefined;
   if (pending) {
     if (state !== pending.state) throw new StateMismatchError('state does not match the pending sign-in');
-    return { code, code_verifier: pending.verifier, redirect_uri: pending.redirectUri, ...(iss ? { iss } : {}) };
+    return {
+      code,
+      code_verifier: pending.verifier,
+      redirect_uri: pending.redirectUri,
+      ...(iss ? { iss } : {}),
+    };
   }
   return { code, ...(iss ? { iss } : {}) };
 }

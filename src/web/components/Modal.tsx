@@ -36,8 +36,12 @@ export function Modal({
           )}
         >
           <div className="flex items-center justify-between gap-4 border-b border-zinc-100 px-4 py-3 dark:border-zinc-800">
-            <DialogTitle className="text-sm font-semibold text-zinc-900 dark:text-zinc-100">{title}</DialogTitle>
-            {closeLabel ? <IconButton icon="x" label={closeLabel} onClick={onClose} className="-mr-1.5 h-7 w-7" /> : null}
+            <DialogTitle className="text-sm font-semibold text-zinc-900 dark:text-zinc-100">
+              {title}
+            </DialogTitle>
+            {closeLabel ? (
+              <IconButton icon="x" label={closeLabel} onClick={onClose} className="-mr-1.5 h-7 w-7" />
+            ) : null}
           </div>
           <div className="px-4 py-4 text-[13px] text-zinc-700 dark:text-zinc-300">{children}</div>
           {footer ? (

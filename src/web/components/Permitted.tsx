@@ -5,7 +5,15 @@ import { useSnapshot } from 'valtio';
 import { hasPermission } from '#shared/permissions.ts';
 import { session } from '#web/state/session.ts';
 
-export function Permitted({ perms, children, fallback = null }: { perms: string | readonly string[]; children: ReactNode; fallback?: ReactNode }) {
+export function Permitted({
+  perms,
+  children,
+  fallback = null,
+}: {
+  perms: string | readonly string[];
+  children: ReactNode;
+  fallback?: ReactNode;
+}) {
   const snap = useSnapshot(session);
   return hasPermission(perms, snap.perms) ? children : fallback;
 }

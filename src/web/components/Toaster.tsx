@@ -8,7 +8,10 @@ export function Toaster() {
   const snap = useSnapshot(notices);
   const { t } = useTranslation('common');
   return (
-    <div aria-live="polite" className="pointer-events-none fixed right-4 bottom-4 z-[60] flex w-80 max-w-[calc(100vw-2rem)] flex-col gap-2">
+    <div
+      aria-live="polite"
+      className="pointer-events-none fixed right-4 bottom-4 z-[60] flex w-80 max-w-[calc(100vw-2rem)] flex-col gap-2"
+    >
       {snap.items.map((n) => (
         <div
           key={n.id}
@@ -23,7 +26,11 @@ export function Toaster() {
                 : 'border-zinc-200 text-zinc-800 dark:border-zinc-700 dark:text-zinc-200',
           )}
         >
-          <Icon name={n.kind === 'error' ? 'alert' : n.kind === 'success' ? 'check' : 'info'} size={15} className="mt-0.5 shrink-0" />
+          <Icon
+            name={n.kind === 'error' ? 'alert' : n.kind === 'success' ? 'check' : 'info'}
+            size={15}
+            className="mt-0.5 shrink-0"
+          />
           <span className="min-w-0 flex-1 break-words">{n.text}</span>
           <button
             type="button"

@@ -15,7 +15,8 @@ const variants: Record<Variant, string> = {
     'bg-zinc-900 text-white hover:bg-zinc-700 dark:bg-zinc-100 dark:text-zinc-900 dark:hover:bg-white shadow-sm',
   secondary:
     'border border-zinc-200 bg-white text-zinc-800 hover:bg-zinc-50 dark:border-zinc-700 dark:bg-zinc-900 dark:text-zinc-100 dark:hover:bg-zinc-800 shadow-sm',
-  ghost: 'text-zinc-600 hover:bg-zinc-100 hover:text-zinc-900 dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100',
+  ghost:
+    'text-zinc-600 hover:bg-zinc-100 hover:text-zinc-900 dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100',
   danger: 'bg-red-600 text-white hover:bg-red-500 shadow-sm',
 };
 
@@ -32,7 +33,17 @@ export interface ButtonProps extends ButtonHTMLAttributes<HTMLButtonElement> {
 }
 
 export const Button = forwardRef<HTMLButtonElement, ButtonProps>(function Button(
-  { variant = 'secondary', size = 'md', icon, loading, className, children, disabled, type = 'button', ...rest },
+  {
+    variant = 'secondary',
+    size = 'md',
+    icon,
+    loading,
+    className,
+    children,
+    disabled,
+    type = 'button',
+    ...rest
+  },
   ref,
 ) {
   return (
@@ -48,7 +59,11 @@ export const Button = forwardRef<HTMLButtonElement, ButtonProps>(function Button
       )}
       {...rest}
     >
-      {loading ? <Spinner size={size === 'sm' ? 12 : 14} /> : icon ? <Icon name={icon} size={size === 'sm' ? 13 : 15} /> : null}
+      {loading ? (
+        <Spinner size={size === 'sm' ? 12 : 14} />
+      ) : icon ? (
+        <Icon name={icon} size={size === 'sm' ? 13 : 15} />
+      ) : null}
       {children}
     </button>
   );
@@ -91,7 +106,17 @@ export const Input = forwardRef<HTMLInputElement, InputHTMLAttributes<HTMLInputE
   );
 });
 
-export function Field({ label, htmlFor, hint, children }: { label: string; htmlFor: string; hint?: ReactNode; children: ReactNode }) {
+export function Field({
+  label,
+  htmlFor,
+  hint,
+  children,
+}: {
+  label: string;
+  htmlFor: string;
+  hint?: ReactNode;
+  children: ReactNode;
+}) {
   return (
     <div className="space-y-1.5">
       <label htmlFor={htmlFor} className="block text-xs font-medium text-zinc-700 dark:text-zinc-300">
@@ -152,9 +177,26 @@ const tones: Record<Tone, { box: string; icon: IconName }> = {
   },
 };
 
-export function Alert({ tone, children, className, role }: { tone: Tone; children: ReactNode; className?: string; role?: string }) {
+export function Alert({
+  tone,
+  children,
+  className,
+  role,
+}: {
+  tone: Tone;
+  children: ReactNode;
+  className?: string;
+  role?: string;
+}) {
   return (
-    <div role={role ?? (tone === 'danger' ? 'alert' : 'status')} className={cx('flex items-start gap-2.5 rounded-md border px-3 py-2 text-[13px]', tones[tone].box, className)}>
+    <div
+      role={role ?? (tone === 'danger' ? 'alert' : 'status')}
+      className={cx(
+        'flex items-start gap-2.5 rounded-md border px-3 py-2 text-[13px]',
+        tones[tone].box,
+        className,
+      )}
+    >
       <Icon name={tones[tone].icon} size={15} className="mt-0.5 shrink-0 opacity-80" />
       <div className="min-w-0 flex-1">{children}</div>
     </div>
@@ -178,7 +220,9 @@ export function EmptyState({
         <Icon name={icon} size={18} />
       </div>
       <h3 className="text-sm font-semibold text-zinc-900 dark:text-zinc-100">{title}</h3>
-      {children ? <p className="mt-1 max-w-sm text-[13px] text-zinc-500 dark:text-zinc-400">{children}</p> : null}
+      {children ? (
+        <p className="mt-1 max-w-sm text-[13px] text-zinc-500 dark:text-zinc-400">{children}</p>
+      ) : null}
       {action ? <div className="mt-4">{action}</div> : null}
     </div>
   );
@@ -186,7 +230,12 @@ export function EmptyState({
 
 export function Card({ children, className }: { children: ReactNode; className?: string }) {
   return (
-    <div className={cx('rounded-lg border border-zinc-200 bg-white shadow-xs dark:border-zinc-800 dark:bg-zinc-900', className)}>
+    <div
+      className={cx(
+        'rounded-lg border border-zinc-200 bg-white shadow-xs dark:border-zinc-800 dark:bg-zinc-900',
+        className,
+      )}
+    >
       {children}
     </div>
   );

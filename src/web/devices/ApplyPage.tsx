@@ -1,14 +1,14 @@
 // /riscvhouse: apply for a board. The user accepts the terms, picks the Apply Time (48 hours, 7 days,
 // 1 month), optionally narrows the board by attributes from the catalogue, names it and gets a free
-// matching board at once — or learns that none is free and when the next matching one frees.
-import { type FormEvent, useEffect, useId, useMemo, useState } from 'react';
+// matching board at once — or learns that none is free and when the next matching one frees, and may
+// then wait in line (opt-in): the place, the estimate and Leave the line show here and on /mainboard.
+import { type FormEvent, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { LEASE_DURATIONS, type LeaseDurationKey } from '#shared/constants.ts';
 import { LeaseErrorKey } from '#shared/leases.ts';
-import { Alert, Button, Card, cx, Field, Input, Spinner } from '#web/components/ui.tsx';
-import { notify } from '#web/state/notices.ts';
+import type { QueueEntryDto } from '#shared/queue.ts';
 import {
   boards,
   dataOf,
@@ -20,21 +20,22 @@ import {
   loadLeases,
   messageOf,
   requestLease,
-} from '#web/state/devices.ts';
+} from '#web/boards/store.ts';
+import { attrLabel, dateTimeText, relativeText } from '#web/boards/time.ts';
+import { Alert, Button, Card, cx, Field, Input, Spinner } from '#web/components/ui.tsx';
+import { registerCommands } from '#web/palette/registry.ts';
+import { joinAndTell, QUEUE_SECTION } from '#web/queue/commands.ts';
+import { QueueEntryView } from '#web/queue/QueuePanel.tsx';
+import { queue } from '#web/queue/state.ts';
+import { notify } from '#web/state/notices.ts';
 import { installDeviceCommands } from './commands.ts';
-import { attrLabel, dateTimeText, relativeText } from './time.ts';
+import { suggestName } from './names.ts';
 
 type Outcome =
   | { kind: 'none' }
   | { kind: 'noneFree'; nextFreeAt: string | null; matching: number }
   | { kind: 'noMatch' }
   | { kind: 'failed'; error: string };
-
-/** The first `board-N` not yet used among the user's boards. */
-export function suggestName(taken: readonly string[]): string {
-  const used = new Set(taken.map((n) => n.toLowerCase()));
-  for (let i = 1; ; i++) if (!used.has(`board-${i}`)) return `board-${i}`;
-}
 
 export default function ApplyPage() {
   const { t, i18n } = useTranslation('devices');
@@ -50,6 +51,11 @@ export default function ApplyPage() {
   const [submitting, setSubmitting] = useState(false);
   const [outcome, setOutcome] = useState<Outcome>({ kind: 'none' });
   const [showErrors, setShowErrors] = useState(false);
+  // Waiting in line after lease.none_free (opt-in): the entry joined from this page.
+  const [queuedId, setQueuedId] = useState<string | null>(null);
+  const [joining, setJoining] = useState(false);
+  const [joined, setJoined] = useState<QueueEntryDto | null>(null);
+  const qSnap = useSnapshot(queue);
 
   useEffect(() => {
     installDeviceCommands();
@@ -58,7 +64,10 @@ export default function ApplyPage() {
     void loadLeases();
   }, []);
 
-  const taken = useMemo(() => (dataOf(lSnap.mine as typeof leases.mine)?.items ?? []).map((l) => l.serverName), [lSnap.mine]);
+  const taken = useMemo(
+    () => (dataOf(lSnap.mine as typeof leases.mine)?.items ?? []).map((l) => l.serverName),
+    [lSnap.mine],
+  );
   useEffect(() => {
     if (!nameTouched) setName(suggestName(taken));
   }, [taken, nameTouched]);
@@ -66,15 +75,61 @@ export default function ApplyPage() {
   const attributes = dataOf(bSnap.attributes as typeof boards.attributes);
   const freeNow = dataOf(bSnap.freeNow as typeof boards.freeNow);
 
+  const waitInLine = async () => {
+    if (joining || !name.trim()) return;
+    setJoining(true);
+    try {
+      const entry = await joinAndTell({ durationKey: duration, filters, serverName: name });
+      if (!entry) return;
+      if (entry.lease) navigate('/mainboard');
+      else {
+        setJoined(entry);
+        setQueuedId(entry.entryId);
+      }
+    } finally {
+      setJoining(false);
+    }
+  };
+
+  // The palette offers the same opt-in while the answer on screen is "none free".
+  const offerQueue = outcome.kind === 'noneFree' && !queuedId;
+  const waitRef = useRef(waitInLine);
+  waitRef.current = waitInLine;
+  useEffect(() => {
+    if (!offerQueue) return;
+    return registerCommands('queue-apply', [
+      {
+        id: 'queue.joinThis',
+        titleKey: 'queue:palette.joinThis',
+        section: QUEUE_SECTION,
+        keywords: ['queue', 'wait', 'line', 'join'],
+        icon: 'layers',
+        run: () => waitRef.current(),
+      },
+    ]);
+  }, [offerQueue]);
+
+  const queuedList = dataOf(qSnap.list as typeof queue.list);
+  const queuedEnded = queuedId ? queuedList?.recent.find((x) => x.entryId === queuedId) : undefined;
+  // The store's copy moves live; the join answer stands in until the list has it.
+  const queuedEntry = queuedId
+    ? (queuedList?.items.find((x) => x.entryId === queuedId) ??
+      (queuedEnded ? undefined : (joined ?? undefined)))
+    : undefined;
+
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setShowErrors(true);
     if (!agreed || !name.trim()) return;
     setSubmitting(true);
     setOutcome({ kind: 'none' });
+    setQueuedId(null);
     try {
       const lease = await requestLease({ durationKey: duration, filters, serverName: name });
-      notify('success', t('apply.success', { name: lease.serverName, date: dateTimeText(i18n.language, lease.endsAt) }));
+      notify(
+        'success',
+        t('apply.success', { name: lease.serverName, date: dateTimeText(i18n.language, lease.endsAt) }),
+      );
       void loadLeases();
       navigate('/mainboard');
     } catch (err) {
@@ -102,12 +157,16 @@ export default function ApplyPage() {
   return (
     <div className="mx-auto w-full max-w-5xl px-4 py-6 sm:px-6" data-testid="apply-page">
       <div className="mb-5">
-        <h1 className="text-lg font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">{t('apply.title')}</h1>
+        <h1 className="text-lg font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">
+          {t('apply.title')}
+        </h1>
         <p className="mt-0.5 text-[13px] text-zinc-500 dark:text-zinc-400">{t('apply.subtitle')}</p>
       </div>
       <form onSubmit={submit} className="grid gap-5 lg:grid-cols-[1fr_1.1fr]" noValidate>
         <Card className="flex flex-col p-4">
-          <h2 className="mb-2 text-[13px] font-semibold text-zinc-900 dark:text-zinc-100">{t('apply.termsTitle')}</h2>
+          <h2 className="mb-2 text-[13px] font-semibold text-zinc-900 dark:text-zinc-100">
+            {t('apply.termsTitle')}
+          </h2>
           <ol
             className="max-h-64 flex-1 list-decimal lg:max-h-none space-y-2 overflow-y-auto rounded-md border border-zinc-100 bg-zinc-50/60 py-3 pr-3 pl-8 text-[13px] leading-relaxed text-zinc-600 dark:border-zinc-800 dark:bg-zinc-950/40 dark:text-zinc-400"
             data-testid="terms"
@@ -138,8 +197,13 @@ export default function ApplyPage() {
 
         <Card className="space-y-5 p-4">
           <fieldset>
-            <legend className="mb-1.5 text-xs font-medium text-zinc-700 dark:text-zinc-300">{t('apply.applyTime')}</legend>
-            <div className="grid grid-cols-3 gap-1 rounded-lg bg-zinc-100 p-1 dark:bg-zinc-800/70" role="radiogroup">
+            <legend className="mb-1.5 text-xs font-medium text-zinc-700 dark:text-zinc-300">
+              {t('apply.applyTime')}
+            </legend>
+            <div
+              className="grid grid-cols-3 gap-1 rounded-lg bg-zinc-100 p-1 dark:bg-zinc-800/70"
+              role="radiogroup"
+            >
               {LEASE_DURATIONS.map((d) => (
                 <label
                   key={d.key}
@@ -169,7 +233,15 @@ export default function ApplyPage() {
             <legend className="mb-1.5 flex w-full items-center justify-between text-xs font-medium text-zinc-700 dark:text-zinc-300">
               <span>{t('apply.boardAttributes')}</span>
               {freeNow !== undefined ? (
-                <span className={cx('font-normal', freeNow === 0 ? 'text-amber-600 dark:text-amber-400' : 'text-emerald-600 dark:text-emerald-400')} data-testid="free-now">
+                <span
+                  className={cx(
+                    'font-normal',
+                    freeNow === 0
+                      ? 'text-amber-600 dark:text-amber-400'
+                      : 'text-emerald-600 dark:text-emerald-400',
+                  )}
+                  data-testid="free-now"
+                >
                   {t('apply.freeNow', { count: freeNow })}
                 </span>
               ) : null}
@@ -193,7 +265,10 @@ export default function ApplyPage() {
               <div className="grid grid-cols-2 gap-3">
                 {attrEntries.map(([key, values]) => (
                   <div key={key} className="space-y-1">
-                    <label htmlFor={`${ids}-${key}`} className="block text-[11px] font-medium text-zinc-500 dark:text-zinc-400">
+                    <label
+                      htmlFor={`${ids}-${key}`}
+                      className="block text-[11px] font-medium text-zinc-500 dark:text-zinc-400"
+                    >
                       {attrLabel(t, key)}
                     </label>
                     <select
@@ -236,7 +311,33 @@ export default function ApplyPage() {
             </p>
           ) : null}
 
-          {outcome.kind === 'noneFree' ? (
+          {queuedId ? (
+            <Alert tone={queuedEnded?.state === 'granted' ? 'success' : 'info'} role="status">
+              <div data-testid="queued" tabIndex={-1}>
+                {queuedEntry ? (
+                  <>
+                    <div className="mb-1 font-medium">{t('queue:waitingTitle')}</div>
+                    <QueueEntryView entry={queuedEntry as QueueEntryDto} autoFocus />
+                  </>
+                ) : queuedEnded ? (
+                  <div className="font-medium">
+                    {t(`queue:state.${queuedEnded.state}`, { name: queuedEnded.serverName })}
+                  </div>
+                ) : null}
+                <div className="mt-2">
+                  <Button
+                    size="sm"
+                    variant="ghost"
+                    icon="arrowRight"
+                    onClick={() => navigate('/mainboard')}
+                    data-testid="queued-mainboard"
+                  >
+                    {t('queue:goMainboard')}
+                  </Button>
+                </div>
+              </div>
+            </Alert>
+          ) : outcome.kind === 'noneFree' ? (
             <Alert tone="warning" role="alert">
               <div data-testid="none-free">
                 <div className="font-medium">{t('apply.noneFreeTitle')}</div>
@@ -248,6 +349,19 @@ export default function ApplyPage() {
                         relative: relativeText(i18n.language, outcome.nextFreeAt),
                       })
                     : t('apply.noneFreeUnknown', { count: outcome.matching })}
+                </div>
+                <div className="mt-2 flex flex-wrap items-center gap-2">
+                  <Button
+                    size="sm"
+                    variant="primary"
+                    icon="layers"
+                    loading={joining}
+                    onClick={() => void waitInLine()}
+                    data-testid="join-queue"
+                  >
+                    {t('queue:join')}
+                  </Button>
+                  <span className="text-xs opacity-80">{t('queue:joinHint')}</span>
                 </div>
               </div>
             </Alert>
@@ -263,7 +377,13 @@ export default function ApplyPage() {
             <Button variant="ghost" icon="arrowLeft" onClick={() => navigate('/mainboard')}>
               {t('apply.back')}
             </Button>
-            <Button type="submit" variant="primary" icon="arrowRight" loading={submitting} data-testid="get-started">
+            <Button
+              type="submit"
+              variant="primary"
+              icon="arrowRight"
+              loading={submitting}
+              data-testid="get-started"
+            >
               {t('apply.getStarted')}
             </Button>
           </div>

@@ -5,13 +5,13 @@ import { useEffect, useId, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { BOARD_STATES, type BoardDto, type BoardState } from '#shared/boards.ts';
+import { Loadable, SkeletonRows } from '#web/boards/Loadable.tsx';
+import { StateBadge } from '#web/boards/StateBadge.tsx';
+import { boards, dataOf, loadAttributes, loadList, type Scope, setListQuery } from '#web/boards/store.ts';
+import { attrLabel } from '#web/boards/time.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Button, Card, cx, EmptyState, Input } from '#web/components/ui.tsx';
-import { boards, dataOf, loadAttributes, loadList, type Scope, setListQuery } from '#web/state/devices.ts';
 import { installDeviceCommands } from './commands.ts';
-import { Loadable, SkeletonRows } from './Loadable.tsx';
-import { StateBadge } from './StateBadge.tsx';
-import { attrLabel } from './time.ts';
 
 const SEARCH_DEBOUNCE_MS = 250;
 
@@ -51,7 +51,11 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
     <div className="space-y-4" data-testid={`device-list-${scope}`}>
       <div className="flex flex-wrap items-center gap-2">
         <div className="relative w-full max-w-xs">
-          <Icon name="search" size={14} className="pointer-events-none absolute top-1/2 left-2.5 -translate-y-1/2 text-zinc-400" />
+          <Icon
+            name="search"
+            size={14}
+            className="pointer-events-none absolute top-1/2 left-2.5 -translate-y-1/2 text-zinc-400"
+          />
           <Input
             type="search"
             aria-label={t('list.search')}
@@ -77,12 +81,18 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
           ))}
         </select>
         {attrEntries.map(([key, values]) => (
-          <label key={key} className="flex items-center gap-1.5 text-xs text-zinc-500" htmlFor={`${ids}-${key}`}>
+          <label
+            key={key}
+            className="flex items-center gap-1.5 text-xs text-zinc-500"
+            htmlFor={`${ids}-${key}`}
+          >
             {attrLabel(t, key)}
             <select
               id={`${ids}-${key}`}
               value={q.filters[key] ?? ''}
-              onChange={(e) => apply({ filters: { ...boards.lists[scope].query.filters, [key]: e.target.value } })}
+              onChange={(e) =>
+                apply({ filters: { ...boards.lists[scope].query.filters, [key]: e.target.value } })
+              }
               className={selectClass}
               data-testid={`filter-${key}`}
             >
@@ -111,15 +121,31 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
       </div>
 
       <Card className="overflow-hidden">
-        <Loadable req={slot.result as (typeof boards.lists)[Scope]['result']} onRetry={() => void loadList(scope)} skeleton={<SkeletonRows rows={5} />}>
+        <Loadable
+          req={slot.result as (typeof boards.lists)[Scope]['result']}
+          onRetry={() => void loadList(scope)}
+          skeleton={<SkeletonRows rows={5} />}
+        >
           {(data, reloading) =>
             data.items.length === 0 ? (
               <div className="p-4">
-                <EmptyState icon="server" title={hasFilters ? t('list.empty') : scope === 'private' ? t('list.emptyPrivate') : t('list.emptyCatalogue')} />
+                <EmptyState
+                  icon="server"
+                  title={
+                    hasFilters
+                      ? t('list.empty')
+                      : scope === 'private'
+                        ? t('list.emptyPrivate')
+                        : t('list.emptyCatalogue')
+                  }
+                />
               </div>
             ) : (
               <>
-                <table className={cx('w-full text-left text-[13px]', reloading && 'opacity-70')} data-testid="board-table">
+                <table
+                  className={cx('w-full text-left text-[13px]', reloading && 'opacity-70')}
+                  data-testid="board-table"
+                >
                   <thead className="border-b border-zinc-100 bg-zinc-50/60 text-[11px] tracking-wide text-zinc-500 uppercase dark:border-zinc-800 dark:bg-zinc-900/60">
                     <tr>
                       <th className="px-4 py-2 font-medium">{t('common.name')}</th>
@@ -134,7 +160,12 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
                     ))}
                   </tbody>
                 </table>
-                <Pager total={data.total} page={q.page} pageSize={q.pageSize} onPage={(page) => apply({ page })} />
+                <Pager
+                  total={data.total}
+                  page={q.page}
+                  pageSize={q.pageSize}
+                  onPage={(page) => apply({ page })}
+                />
               </>
             )
           }
@@ -156,7 +187,10 @@ function BoardRowView({ board }: { board: BoardDto }) {
       <td className="hidden px-4 py-2.5 md:table-cell">
         <div className="flex flex-wrap gap-1">
           {Object.entries(board.attributes).map(([k, v]) => (
-            <span key={k} className="rounded bg-zinc-100 px-1.5 py-px text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300">
+            <span
+              key={k}
+              className="rounded bg-zinc-100 px-1.5 py-px text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300"
+            >
               {attrLabel(t, k)}: {String(v)}
             </span>
           ))}
@@ -169,14 +203,30 @@ function BoardRowView({ board }: { board: BoardDto }) {
   );
 }
 
-function Pager({ total, page, pageSize, onPage }: { total: number; page: number; pageSize: number; onPage: (p: number) => void }) {
+function Pager({
+  total,
+  page,
+  pageSize,
+  onPage,
+}: {
+  total: number;
+  page: number;
+  pageSize: number;
+  onPage: (p: number) => void;
+}) {
   const { t } = useTranslation('devices');
   const pages = Math.max(1, Math.ceil(total / pageSize));
   return (
     <div className="flex items-center justify-between border-t border-zinc-100 px-4 py-2 text-xs text-zinc-500 dark:border-zinc-800">
       <span data-testid="list-total">{t('common.totalBoards', { count: total })}</span>
       <div className="flex items-center gap-2">
-        <Button size="sm" variant="ghost" icon="chevronLeft" disabled={page <= 1} onClick={() => onPage(page - 1)}>
+        <Button
+          size="sm"
+          variant="ghost"
+          icon="chevronLeft"
+          disabled={page <= 1}
+          onClick={() => onPage(page - 1)}
+        >
           {t('common.prev')}
         </Button>
         <span className="tabular-nums">{t('common.pageOf', { page, pages })}</span>

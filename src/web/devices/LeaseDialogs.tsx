@@ -4,19 +4,20 @@ import { type FormEvent, useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { LEASE_DURATIONS, LONGEST_LEASE_MS } from '#shared/constants.ts';
-import { Modal } from '#web/components/Modal.tsx';
-import { Alert, Button, Field, Input } from '#web/components/ui.tsx';
-import { notify } from '#web/state/notices.ts';
 import {
   latestRenewal,
   leaseOf,
   leases,
   messageOf,
   renameLease,
+  renewalPresets,
   renewLease,
   unlockLease,
-} from '#web/state/devices.ts';
-import { dateTimeText, fromLocalInput, toLocalInput } from './time.ts';
+} from '#web/boards/store.ts';
+import { dateTimeText, fromLocalInput, toLocalInput } from '#web/boards/time.ts';
+import { Modal } from '#web/components/Modal.tsx';
+import { Alert, Button, Field, Input } from '#web/components/ui.tsx';
+import { notify } from '#web/state/notices.ts';
 
 export function closeLeaseDialog(): void {
   leases.dialog = null;
@@ -28,15 +29,37 @@ export function LeaseDialogs({ onUnlocked }: { onUnlocked?: (deviceId: string) =
   const lease = dialog ? leaseOf(dialog.deviceId) : undefined;
   if (!dialog || !lease) return null;
   if (dialog.kind === 'renew')
-    return <RenewDialog key={`n-${lease.deviceId}`} deviceId={lease.deviceId} name={lease.serverName} endsAt={lease.endsAt} />;
-  return <UnlockDialog key={`u-${lease.deviceId}`} deviceId={lease.deviceId} name={lease.serverName} onUnlocked={onUnlocked} />;
+    return (
+      <RenewDialog
+        key={`n-${lease.deviceId}`}
+        deviceId={lease.deviceId}
+        name={lease.serverName}
+        endsAt={lease.endsAt}
+      />
+    );
+  return (
+    <UnlockDialog
+      key={`u-${lease.deviceId}`}
+      deviceId={lease.deviceId}
+      name={lease.serverName}
+      onUnlocked={onUnlocked}
+    />
+  );
 }
 
 /**
  * A board's name that turns into an input in place (F2, the rename button or the palette): Enter
  * saves, Escape cancels. Renaming is tracked in the store (`leases.renaming`) so only one is open.
  */
-export function InlineName({ deviceId, name, className }: { deviceId: string; name: string; className?: string }) {
+export function InlineName({
+  deviceId,
+  name,
+  className,
+}: {
+  deviceId: string;
+  name: string;
+  className?: string;
+}) {
   const { t } = useTranslation('devices');
   const snap = useSnapshot(leases);
   const editing = snap.renaming === deviceId;
@@ -99,7 +122,10 @@ export function InlineName({ deviceId, name, className }: { deviceId: string; na
         }}
         className="h-7 w-full max-w-xs rounded border border-zinc-300 bg-white px-2 text-[13px] font-medium text-zinc-900 focus:border-zinc-500 focus:outline-none focus:ring-2 focus:ring-zinc-900/10 dark:border-zinc-600 dark:bg-zinc-900 dark:text-zinc-100"
       />
-      <span className={error ? 'text-xs text-red-600 dark:text-red-400' : 'text-[11px] text-zinc-500'} role={error ? 'alert' : undefined}>
+      <span
+        className={error ? 'text-xs text-red-600 dark:text-red-400' : 'text-[11px] text-zinc-500'}
+        role={error ? 'alert' : undefined}
+      >
         {error || t('rename.inlineHint')}
       </span>
     </span>
@@ -115,9 +141,9 @@ function RenewDialog({ deviceId, name, endsAt }: { deviceId: string; name: strin
     const id = window.setInterval(() => setLatest(new Date(latestRenewal())), 30_000);
     return () => window.clearInterval(id);
   }, []);
-  const presets = LEASE_DURATIONS.map((d) => ({
-    key: d.key,
-    date: new Date(Math.min(currentEnd.getTime() + d.ms, latest.getTime())),
+  const presets = renewalPresets(currentEnd.getTime(), latest.getTime()).map((p) => ({
+    key: p.key,
+    date: new Date(p.ms),
   }));
   const firstChoice = presets.find((p) => p.date.getTime() > currentEnd.getTime())?.date ?? latest;
   const [value, setValue] = useState(() => toLocalInput(firstChoice));
@@ -130,13 +156,21 @@ function RenewDialog({ deviceId, name, endsAt }: { deviceId: string; name: strin
     const chosen = fromLocalInput(value);
     if (!chosen || chosen.getTime() <= currentEnd.getTime()) return setError(t('renew.notLater'));
     // The input has minute precision; a choice within the minute of the limit means the limit itself.
-    const date = chosen.getTime() > latest.getTime() ? (chosen.getTime() - latest.getTime() < 60_000 ? latest : null) : chosen;
+    const date =
+      chosen.getTime() > latest.getTime()
+        ? chosen.getTime() - latest.getTime() < 60_000
+          ? latest
+          : null
+        : chosen;
     if (!date) return setError(t('renew.tooLate', { date: dateTimeText(i18n.language, latest) }));
     setSaving(true);
     setError('');
     try {
       const updated = await renewLease(deviceId, date);
-      notify('success', t('renew.done', { name: updated.serverName, date: dateTimeText(i18n.language, updated.endsAt) }));
+      notify(
+        'success',
+        t('renew.done', { name: updated.serverName, date: dateTimeText(i18n.language, updated.endsAt) }),
+      );
       closeLeaseDialog();
     } catch (err) {
       setError(t('renew.failed', { error: messageOf(err) }));
@@ -146,9 +180,17 @@ function RenewDialog({ deviceId, name, endsAt }: { deviceId: string; name: strin
   };
 
   return (
-    <Modal open onClose={closeLeaseDialog} title={t('renew.title', { name })} closeLabel={t('common.close')} testId="renew-dialog">
+    <Modal
+      open
+      onClose={closeLeaseDialog}
+      title={t('renew.title', { name })}
+      closeLabel={t('common.close')}
+      testId="renew-dialog"
+    >
       <form onSubmit={submit} className="space-y-3">
-        <p className="text-zinc-500 dark:text-zinc-400">{t('renew.current', { date: dateTimeText(i18n.language, currentEnd) })}</p>
+        <p className="text-zinc-500 dark:text-zinc-400">
+          {t('renew.current', { date: dateTimeText(i18n.language, currentEnd) })}
+        </p>
         <fieldset className="flex flex-wrap gap-1.5" aria-label={t('renew.label')}>
           {presets.map((p) => (
             <Button

@@ -1,26 +1,39 @@
 // /mainboard: the boards the user holds, by the names they gave them, with state and a live countdown
 // of the time left. One board is selected (mouse or ↑↓); Start opens it in the workbench. Every action
-// has a button, a key (Enter, F2, R, Del, A) and a palette command.
-import { useEffect, useRef } from 'react';
+// has a button, a key (Enter, F2, R, Del, A, F flash, H flash history, Space to pick boards for a
+// multi-board flash) and a palette command.
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
+import { FlashPerm } from '#shared/flash.ts';
 import type { LeaseDto } from '#shared/leases.ts';
+import { hasPermission } from '#shared/permissions.ts';
+import { Loadable, SkeletonRows } from '#web/boards/Loadable.tsx';
+import { StateBadge } from '#web/boards/StateBadge.tsx';
+import { startAndOpen } from '#web/boards/start.ts';
+import { dataOf, leases, loadLeases, remainingAt } from '#web/boards/store.ts';
+import { dateTimeText, timeLeftText, usePerfNow } from '#web/boards/time.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Button, Card, cx, EmptyState, IconButton, Kbd } from '#web/components/ui.tsx';
+import { FlashRowActions } from '#web/flash/BoardFlash.tsx';
+import { flash, openHistory, openWizard } from '#web/flash/state.ts';
 import { paletteState } from '#web/palette/registry.ts';
-import { dataOf, leases, loadLeases, remainingAt } from '#web/state/devices.ts';
-import { beginRename, hostLeaseDialogs, installDeviceCommands, startAndOpen } from './commands.ts';
+import { WaitingList } from '#web/queue/QueuePanel.tsx';
+import { SharedWithMe } from '#web/share/SharedWithMe.tsx';
+import { session } from '#web/state/session.ts';
+import { beginRename, hostLeaseDialogs, installDeviceCommands } from './commands.ts';
 import { InlineName, LeaseDialogs } from './LeaseDialogs.tsx';
-import { Loadable, SkeletonRows } from './Loadable.tsx';
-import { StateBadge } from './StateBadge.tsx';
-import { dateTimeText, timeLeftText, usePerfNow } from './time.ts';
 
 const HOUR = 3_600_000;
 
 export function isTypingTarget(el: EventTarget | null): boolean {
   if (!(el instanceof HTMLElement)) return false;
-  return el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName) || !!el.closest('[role="dialog"],[role="alertdialog"]');
+  return (
+    el.isContentEditable ||
+    ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName) ||
+    !!el.closest('[role="dialog"],[role="alertdialog"]')
+  );
 }
 
 export default function MainboardPage() {
@@ -28,6 +41,15 @@ export default function MainboardPage() {
   const navigate = useNavigate();
   const snap = useSnapshot(leases);
   const listRef = useRef<HTMLDivElement>(null);
+  const { perms } = useSnapshot(session);
+  const canFlash = hasPermission([FlashPerm.add], perms);
+  // Boards picked for a multi-board flash (checkboxes, or Space on the selected row).
+  const [picked, setPicked] = useState<string[]>([]);
+  const togglePick = useCallback(
+    (deviceId: string) =>
+      setPicked((p) => (p.includes(deviceId) ? p.filter((x) => x !== deviceId) : [...p, deviceId])),
+    [],
+  );
 
   useEffect(() => {
     installDeviceCommands();
@@ -55,7 +77,8 @@ export default function MainboardPage() {
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (paletteState.open || leases.dialog || leases.renaming || isTypingTarget(e.target)) return;
+      if (paletteState.open || leases.dialog || leases.renaming || flash.dialog || isTypingTarget(e.target))
+        return;
       if (e.ctrlKey || e.metaKey || e.altKey) return;
       const list = items;
       const i = list.findIndex((l) => l.deviceId === leases.selected);
@@ -88,6 +111,21 @@ export default function MainboardPage() {
         case 'A':
           navigate('/riscvhouse');
           break;
+        case 'f':
+        case 'F':
+          if (sel && canFlash) openWizard('one', [sel.deviceId]);
+          else return;
+          break;
+        case 'h':
+        case 'H':
+          if (sel) openHistory(sel.deviceId);
+          else return;
+          break;
+        case ' ':
+          if (sel && canFlash && (e.target === document.body || listRef.current?.contains(e.target as Node)))
+            togglePick(sel.deviceId);
+          else return;
+          break;
         default:
           return;
       }
@@ -95,17 +133,34 @@ export default function MainboardPage() {
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [items, navigate]);
+  }, [items, navigate, canFlash, togglePick]);
+
+  // Boards no longer held leave the multi-flash pick.
+  const heldIds = items.map((l) => l.deviceId).join(',');
+  useEffect(() => {
+    setPicked((p) => {
+      const held = heldIds.split(',');
+      const kept = p.filter((id) => held.includes(id));
+      return kept.length === p.length ? p : kept;
+    });
+  }, [heldIds]);
 
   return (
     <div className="mx-auto w-full max-w-5xl px-4 py-6 sm:px-6" data-testid="mainboard">
       <div className="mb-5 flex flex-wrap items-end justify-between gap-3">
         <div>
-          <h1 className="text-lg font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">{t('mainboard.title')}</h1>
+          <h1 className="text-lg font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">
+            {t('mainboard.title')}
+          </h1>
           <p className="mt-0.5 text-[13px] text-zinc-500 dark:text-zinc-400">{t('mainboard.subtitle')}</p>
         </div>
         <div className="flex items-center gap-2">
           <IconButton icon="refresh" label={t('common.refresh')} onClick={() => void loadLeases()} />
+          {canFlash && picked.length > 0 ? (
+            <Button icon="upload" onClick={() => openWizard('many', picked)} data-testid="flash-picked">
+              {t('flash:board.flashSelected', { count: picked.length })}
+            </Button>
+          ) : null}
           <Button icon="cpu" onClick={() => navigate('/riscvhouse')} data-testid="apply-new">
             {t('mainboard.applyNew')}
           </Button>
@@ -122,6 +177,10 @@ export default function MainboardPage() {
         </div>
       </div>
 
+      <WaitingList className="mb-4" />
+      <div className="mb-4">
+        <SharedWithMe hideWhenEmpty />
+      </div>
       <Card className="overflow-hidden">
         <Loadable req={snap.mine} onRetry={() => void loadLeases()} skeleton={<SkeletonRows />}>
           {(data, reloading) =>
@@ -146,7 +205,10 @@ export default function MainboardPage() {
                 aria-label={t('mainboard.listLabel')}
                 aria-activedescendant={selected ? `lease-${selected.deviceId}` : undefined}
                 tabIndex={0}
-                className={cx('divide-y divide-zinc-100 outline-none dark:divide-zinc-800', reloading && 'opacity-90')}
+                className={cx(
+                  'divide-y divide-zinc-100 outline-none dark:divide-zinc-800',
+                  reloading && 'opacity-90',
+                )}
                 data-testid="lease-list"
               >
                 {data.items.map((l) => (
@@ -157,6 +219,9 @@ export default function MainboardPage() {
                     selected={l.deviceId === snap.selected}
                     highlighted={l.deviceId === snap.highlight}
                     busy={snap.busy[l.deviceId]}
+                    canFlash={canFlash}
+                    picked={picked.includes(l.deviceId)}
+                    onPick={() => togglePick(l.deviceId)}
                     onSelect={() => {
                       leases.selected = l.deviceId;
                     }}
@@ -172,6 +237,7 @@ export default function MainboardPage() {
         <Kbd>↑</Kbd>
         <Kbd>↓</Kbd>
         <span className="mr-2">{t('mainboard.keys')}</span>
+        {canFlash ? <span>· {t('flash:board.keys')}</span> : null}
       </p>
       <LeaseDialogs />
     </div>
@@ -184,6 +250,9 @@ function LeaseRow({
   selected,
   highlighted,
   busy,
+  canFlash,
+  picked,
+  onPick,
   onSelect,
   onStart,
 }: {
@@ -192,6 +261,9 @@ function LeaseRow({
   selected: boolean;
   highlighted: boolean;
   busy: string | undefined;
+  canFlash: boolean;
+  picked: boolean;
+  onPick: () => void;
   onSelect: () => void;
   onStart: () => void;
 }) {
@@ -220,9 +292,25 @@ function LeaseRow({
     >
       <span
         aria-hidden="true"
-        className={cx('absolute inset-y-0 left-0 w-0.5', selected ? 'bg-zinc-900 dark:bg-zinc-100' : 'bg-transparent')}
+        className={cx(
+          'absolute inset-y-0 left-0 w-0.5',
+          selected ? 'bg-zinc-900 dark:bg-zinc-100' : 'bg-transparent',
+        )}
       />
-      <div className="flex min-w-0 flex-1 items-center gap-3">
+      {/* On a phone the name has a line of its own (wrapped, never cut): it is what tells boards apart. */}
+      <div className="flex min-w-0 grow basis-full items-center gap-3 sm:basis-0">
+        {canFlash ? (
+          <input
+            type="checkbox"
+            checked={picked}
+            onChange={onPick}
+            onClick={(e) => e.stopPropagation()}
+            tabIndex={-1}
+            aria-label={t('flash:board.select', { name: lease.serverName })}
+            className="h-4 w-4 shrink-0 rounded border-zinc-300 accent-zinc-900 focus-ring dark:accent-zinc-100"
+            data-testid="flash-pick"
+          />
+        ) : null}
         <div className="flex h-8 w-8 shrink-0 items-center justify-center rounded-md bg-zinc-100 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400">
           <Icon name="cpu" size={16} />
         </div>
@@ -231,10 +319,13 @@ function LeaseRow({
             <InlineName
               deviceId={lease.deviceId}
               name={lease.serverName}
-              className="truncate text-[13px] font-semibold text-zinc-900 dark:text-zinc-100"
+              className="min-w-0 text-[13px] font-semibold [overflow-wrap:anywhere] text-zinc-900 sm:truncate dark:text-zinc-100"
             />
             {highlighted ? (
-              <span data-testid="new-badge" className="rounded bg-emerald-600 px-1.5 py-px text-[10px] font-semibold tracking-wide text-white uppercase">
+              <span
+                data-testid="new-badge"
+                className="rounded bg-emerald-600 px-1.5 py-px text-[10px] font-semibold tracking-wide text-white uppercase"
+              >
                 {t('mainboard.new')}
               </span>
             ) : null}
@@ -252,11 +343,15 @@ function LeaseRow({
         </div>
       </div>
       <StateBadge state={lease.boardState} />
-      <div className="w-44 shrink-0 text-right whitespace-nowrap">
+      <div className="shrink-0 whitespace-nowrap sm:w-44 sm:text-right">
         <div
           className={cx(
             'font-mono text-[13px] tabular-nums',
-            urgent ? 'text-red-600 dark:text-red-400' : soon ? 'text-amber-600 dark:text-amber-400' : 'text-zinc-800 dark:text-zinc-200',
+            urgent
+              ? 'text-red-600 dark:text-red-400'
+              : soon
+                ? 'text-amber-600 dark:text-amber-400'
+                : 'text-zinc-800 dark:text-zinc-200',
           )}
           data-testid="time-left"
           title={urgent ? t('mainboard.warn1h') : soon ? t('mainboard.warn24h') : t('timeLeft.label')}
@@ -267,7 +362,14 @@ function LeaseRow({
           {dateTimeText(i18n.language, lease.endsAt)}
         </div>
       </div>
-      <div className={cx('flex items-center gap-0.5 transition-opacity', selected ? 'opacity-100' : 'opacity-60 group-hover:opacity-100')}>
+      <div
+        className={cx(
+          'flex items-center gap-0.5 transition-opacity',
+          // A finger cannot hover: on a phone the actions are always fully shown.
+          selected ? 'opacity-100' : 'opacity-100 sm:opacity-60 sm:group-hover:opacity-100',
+        )}
+      >
+        <FlashRowActions deviceId={lease.deviceId} disabled={!!busy} />
         <Button
           size="sm"
           variant="ghost"

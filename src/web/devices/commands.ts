@@ -3,13 +3,32 @@
 // whenever it changes, the per-board commands are registered again. Actions that need a page to show
 // their dialog go to /mainboard first unless a page hosting the dialogs is mounted.
 import { subscribe } from 'valtio';
-import { t } from '#web/i18n/i18n.ts';
+import { heldBoardChoices } from '#web/boards/choices.ts';
+import { watchLeaseNotices } from '#web/boards/live.ts';
+import { startAndOpen } from '#web/boards/start.ts';
+import {
+  dataOf,
+  type LeaseDialog,
+  latestRenewal,
+  leaseOf,
+  leases,
+  loadLeases,
+  messageOf,
+  renewalPresets,
+  renewLease,
+} from '#web/boards/store.ts';
+import { dateTimeText } from '#web/boards/time.ts';
+import { currentLanguage, t } from '#web/i18n/i18n.ts';
+import {
+  type PaletteCommand,
+  type PaletteContext,
+  type PaletteOption,
+  registerCommands,
+} from '#web/palette/registry.ts';
+import { realtime } from '#web/realtime/client.ts';
 import { notify } from '#web/state/notices.ts';
-import { dataOf, type LeaseDialog, leases, loadLeases, messageOf, startApply } from '#web/state/devices.ts';
-import { type PaletteCommand, type PaletteContext, registerCommands } from '#web/palette/registry.ts';
+import { session } from '#web/state/session.ts';
 import { readToken } from '#web/state/storage.ts';
-import { realtime, realtimeState } from '#web/realtime/client.ts';
-import { watchLeaseNotices } from './live.ts';
 
 const SECTION = 'devices:palette.section';
 
@@ -39,24 +58,14 @@ export function beginRename(ctx: PaletteContext | null, deviceId: string): void 
   leases.renaming = deviceId;
 }
 
-/** Start: apply, keep the apply in the cookie, open the workbench. */
-export async function startAndOpen(navigate: (to: string) => void, deviceId: string, name: string): Promise<void> {
-  try {
-    await startApply(deviceId);
-    // CONNECT carries the applyId: a connection made before this apply reconnects with it.
-    if (realtimeState.status !== 'idle') realtime.reconnect();
-    navigate('/workbench');
-  } catch (err) {
-    if (messageOf(err) !== 'busy') notify('error', t('devices:mainboard.startFailed', { name, error: messageOf(err) }));
-  }
-}
-
 function perLease(): PaletteCommand[] {
   const items = dataOf(leases.mine)?.items ?? [];
   const out: PaletteCommand[] = [];
   for (const l of items) {
     const p = { name: l.serverName };
     const kw = [l.serverName, l.boardName, l.model, l.deviceId];
+    // The board open in the workbench is the one in front of the user: its actions rank first.
+    const context = () => (session.applyInfo?.deviceId === l.deviceId ? ('board' as const) : undefined);
     out.push(
       {
         id: `device.start.${l.deviceId}`,
@@ -64,7 +73,10 @@ function perLease(): PaletteCommand[] {
         titleParams: p,
         section: SECTION,
         keywords: kw,
+        context,
         icon: 'terminal',
+        // Typing a board's name means "take me to it".
+        aliases: [l.serverName],
         run: (ctx) => startAndOpen(ctx.navigate, l.deviceId, l.serverName),
       },
       {
@@ -73,6 +85,7 @@ function perLease(): PaletteCommand[] {
         titleParams: p,
         section: SECTION,
         keywords: kw,
+        context,
         shortcut: ['F2'],
         run: (ctx) => beginRename(ctx, l.deviceId),
       },
@@ -82,6 +95,8 @@ function perLease(): PaletteCommand[] {
         titleParams: p,
         section: SECTION,
         keywords: kw,
+        context,
+        aliases: ['extend'],
         shortcut: ['R'],
         icon: 'refresh',
         run: (ctx) => openLeaseDialog(ctx, { kind: 'renew', deviceId: l.deviceId }),
@@ -92,6 +107,8 @@ function perLease(): PaletteCommand[] {
         titleParams: p,
         section: SECTION,
         keywords: kw,
+        context,
+        aliases: ['release'],
         shortcut: ['Del'],
         icon: 'lock',
         run: (ctx) => openLeaseDialog(ctx, { kind: 'unlock', deviceId: l.deviceId }),
@@ -101,7 +118,72 @@ function perLease(): PaletteCommand[] {
   return out;
 }
 
+/** The held boards as palette choices, the one in front of the user first. */
+/**
+ * "Renew a board…": asks which board (any held one, from any page) and until when (the durations of a
+ * lease added to its current end, capped at the latest allowed, or the latest), then renews in place.
+ */
+export const renewAsking: PaletteCommand = {
+  id: 'device.renewAsk',
+  titleKey: 'devices:palette.renewAsk',
+  section: SECTION,
+  keywords: ['renew', 'extend', 'lease', 'time'],
+  aliases: ['extend a board'],
+  icon: 'refresh',
+  when: () => (dataOf(leases.mine)?.items.length ?? 0) > 0,
+  args: [
+    { key: 'deviceId', promptKey: 'devices:palette.whichBoard', options: heldBoardChoices },
+    {
+      key: 'until',
+      promptKey: 'devices:palette.renewUntil',
+      options: ({ deviceId }) => {
+        const lease = leaseOf(deviceId);
+        if (!lease) return [];
+        const end = Date.parse(lease.endsAt);
+        const latest = latestRenewal();
+        const lng = currentLanguage();
+        const seen = new Set<number>();
+        const out: PaletteOption[] = [];
+        for (const { key, ms } of renewalPresets(end, latest)) {
+          if (ms <= end + 60_000 || seen.has(ms)) continue;
+          seen.add(ms);
+          out.push({
+            value: String(ms),
+            label: dateTimeText(lng, new Date(ms)),
+            detail:
+              ms === latest
+                ? t('devices:renew.latest')
+                : t('devices:renew.extendBy', { duration: t(`devices:duration.${key}`) }),
+          });
+        }
+        if (latest > end + 60_000 && !seen.has(latest))
+          out.push({
+            value: String(latest),
+            label: dateTimeText(lng, new Date(latest)),
+            detail: t('devices:renew.latest'),
+          });
+        return out;
+      },
+    },
+  ],
+  run: async (_ctx, { deviceId, until }) => {
+    try {
+      const updated = await renewLease(deviceId, new Date(Number(until)));
+      notify(
+        'success',
+        t('devices:renew.done', {
+          name: updated.serverName,
+          date: dateTimeText(currentLanguage(), updated.endsAt),
+        }),
+      );
+    } catch (err) {
+      notify('error', t('devices:renew.failed', { error: messageOf(err) }));
+    }
+  },
+};
+
 const fixed: PaletteCommand[] = [
+  renewAsking,
   {
     id: 'device.applyNew',
     titleKey: 'devices:palette.applyNew',
@@ -113,13 +195,18 @@ const fixed: PaletteCommand[] = [
   },
 ];
 
+/** The device commands for the current lease list (exported for the ranking test). */
+export function deviceCommands(): PaletteCommand[] {
+  return [...fixed, ...perLease()];
+}
+
 let installed = false;
 
 /** Installs the device commands once; later calls only refresh the lease list if it was never loaded. */
 export function installDeviceCommands(): void {
   if (installed) return;
   installed = true;
-  const sync = () => registerCommands('devices', [...fixed, ...perLease()]);
+  const sync = () => registerCommands('devices', deviceCommands());
   sync();
   subscribe(leases, sync);
   if (readToken()) {

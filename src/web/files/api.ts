@@ -1,10 +1,9 @@
 // Typed file calls of the console. Transfers use the spec's 600000 ms timeout and progress callbacks
 // (the shared `call` applies them to calls marked `transfer`); every call is silent so the panes word
 // failures themselves through the `files` namespace.
-import type { AxiosProgressEvent } from 'axios';
 import { fileCalls, type TextEncoding } from '#shared/files.ts';
 import type { RequestOf, ResponseOf } from '#shared/http.ts';
-import { call } from '#web/api/http.ts';
+import { call, type Progress as HttpProgress } from '#web/api/http.ts';
 
 type FileCall = (typeof fileCalls)[number];
 type Named<N extends FileCall['name']> = Extract<FileCall, { name: N }>;
@@ -52,7 +51,7 @@ export interface Progress {
   total?: number;
 }
 
-const progressOf = (e: AxiosProgressEvent): Progress => ({ loaded: e.loaded, total: e.total });
+const progressOf = (e: HttpProgress): Progress => ({ loaded: e.loaded, total: e.total });
 
 export async function downloadBlob(
   deviceId: string,

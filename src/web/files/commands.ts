@@ -1,9 +1,22 @@
 // Palette commands of the file panes. Every file action of the tree and the editor is here too, so
 // it can be run from the keyboard without the pointer; commands that need a name open the same
 // dialogs the pane's buttons open. Registered while a pane is mounted.
-import { parentOf } from '#shared/files.ts';
+import { normalizeBoardPath, parentOf } from '#shared/files.ts';
+import { t } from '#web/i18n/i18n.ts';
 import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
-import { closeTab, download, editorOf, refreshTree, setRoot, targetFolder, treeOf } from './state.ts';
+import { notify } from '#web/state/notices.ts';
+import { listDir } from './api.ts';
+import { completeFolder } from './complete.ts';
+import {
+  closeTab,
+  download,
+  editorOf,
+  errorText,
+  refreshTree,
+  setRoot,
+  targetFolder,
+  treeOf,
+} from './state.ts';
 import { focusTargets, pickers, saveActive, uiOf } from './ui.ts';
 
 const SECTION = 'files:palette.section';
@@ -21,7 +34,9 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.focusTree',
       titleKey: 'files:palette.focusTree',
       section: SECTION,
+      context: 'files',
       keywords: ['files', 'tree', 'explorer'],
+      aliases: ['files', 'file tree', 'explorer', '文件', '文件树', 'ファイル', 'ファイルツリー'],
       run: ({ close }) => {
         close();
         setTimeout(() => focusTargets.get(`tree:${applyId}`)?.(), 0);
@@ -31,6 +46,7 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.refresh',
       titleKey: 'files:palette.refresh',
       section: SECTION,
+      context: 'files',
       icon: 'refresh',
       keywords: ['reload', 'files'],
       run: () => void refreshTree(applyId),
@@ -39,16 +55,37 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.goto',
       titleKey: 'files:palette.goto',
       section: SECTION,
+      context: 'files',
       keywords: ['cd', 'open folder', 'path'],
-      run: ({ close }) => {
-        close();
-        ui.dialog = { kind: 'goto' };
+      aliases: ['cd', 'open folder', 'go to path'],
+      // Asked in the palette with the board's folders completed as typed (Tab takes one, like a shell).
+      args: [
+        {
+          key: 'path',
+          promptKey: 'files:palette.gotoAsk',
+          complete: (typed) => completeFolder(applyId, treeOf(applyId).root, typed),
+          validate: (v) =>
+            normalizeBoardPath(v.trim() || '/', treeOf(applyId).root)
+              ? null
+              : t('files:errors.path.outside_root'),
+        },
+      ],
+      run: async (_ctx, { path }) => {
+        const target = normalizeBoardPath(path.trim() || '/', treeOf(applyId).root) ?? '/';
+        try {
+          const listed = await listDir(applyId, target);
+          setRoot(applyId, listed.path);
+          setTimeout(() => focusTargets.get(`tree:${applyId}`)?.(), 0);
+        } catch (err) {
+          notify('error', t('files:palette.gotoFailed', { path: target, error: errorText(err) }));
+        }
       },
     },
     {
       id: 'files.up',
       titleKey: 'files:palette.up',
       section: SECTION,
+      context: 'files',
       when: () => treeOf(applyId).root !== '/',
       run: () => setRoot(applyId, parentOf(treeOf(applyId).root)),
     },
@@ -56,6 +93,7 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.newFile',
       titleKey: 'files:palette.newFile',
       section: SECTION,
+      context: 'files',
       keywords: ['create', 'touch'],
       run: ({ close }) => {
         close();
@@ -66,6 +104,7 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.newFolder',
       titleKey: 'files:palette.newFolder',
       section: SECTION,
+      context: 'files',
       keywords: ['create', 'mkdir', 'directory'],
       run: ({ close }) => {
         close();
@@ -76,6 +115,7 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.upload',
       titleKey: 'files:palette.upload',
       section: SECTION,
+      context: 'files',
       icon: 'upload',
       keywords: ['send', 'put'],
       run: ({ close }) => {
@@ -88,6 +128,7 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.download',
       titleKey: 'files:palette.download',
       section: SECTION,
+      context: 'files',
       keywords: ['get', 'save', 'archive', 'tar'],
       when: hasSelection,
       run: ({ close }) => {
@@ -100,8 +141,10 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.rename',
       titleKey: 'files:palette.rename',
       section: SECTION,
+      context: 'files',
       shortcut: ['F2'],
       keywords: ['move', 'mv'],
+      aliases: ['mv'],
       when: hasSelection,
       run: ({ close }) => {
         close();
@@ -113,8 +156,10 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       id: 'files.delete',
       titleKey: 'files:palette.delete',
       section: SECTION,
+      context: 'files',
       shortcut: ['Delete'],
       keywords: ['remove', 'rm'],
+      aliases: ['remove', 'rm'],
       when: hasSelection,
       run: ({ close }) => {
         close();
@@ -133,6 +178,7 @@ export function registerEditorCommands(applyId: string, _deviceId: string): () =
       id: 'files.save',
       titleKey: 'files:palette.save',
       section: SECTION,
+      context: 'editor',
       shortcut: ['Ctrl', 'S'],
       when: hasTab,
       run: ({ close }) => {
@@ -144,6 +190,7 @@ export function registerEditorCommands(applyId: string, _deviceId: string): () =
       id: 'files.closeTab',
       titleKey: 'files:palette.closeTab',
       section: SECTION,
+      context: 'editor',
       when: hasTab,
       run: () => {
         const ed = editorOf(applyId);
@@ -157,6 +204,7 @@ export function registerEditorCommands(applyId: string, _deviceId: string): () =
       id: 'files.focusEditor',
       titleKey: 'files:palette.focusEditor',
       section: SECTION,
+      context: 'editor',
       when: hasTab,
       run: ({ close }) => {
         close();

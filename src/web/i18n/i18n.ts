@@ -1,54 +1,89 @@
-// i18next with every catalogue of locales/<lng>/<namespace>.json bundled at build time, so the
-// console never waits on a translation request. The language comes from the `lang` cookie
-// (default zh); missing keys fall back to English (spec section 9).
+// i18next with the catalogues of locales/<lng>/<namespace>.json, one chunk per language built into the
+// console (src/web/i18n/bundles): the shown language and the English fallback load before the first
+// render, another language when the user switches to it. The language comes from the `lang` cookie
+// (the user's choice), else the browser's preferred languages, else zh; missing keys fall back to
+// English (spec section 9).
 import i18next, { type TFunction } from 'i18next';
 import { initReactI18next } from 'react-i18next';
-import { DEFAULT_LANGUAGE, FALLBACK_LANGUAGE, LANGUAGES, type Language, STORAGE } from '#shared/constants.ts';
+import {
+  DEFAULT_LANGUAGE,
+  FALLBACK_LANGUAGE,
+  LANGUAGES,
+  type Language,
+  preferredLanguage,
+  STORAGE,
+} from '#shared/constants.ts';
 import { readCookie, writeCookie } from '#web/state/storage.ts';
 
 type Catalogue = Record<string, unknown>;
 
-const files = import.meta.glob<Catalogue>('../../../locales/*/*.json', { eager: true, import: 'default' });
+const bundles: Record<Language, () => Promise<{ default: Record<string, Catalogue> }>> = {
+  zh: () => import('./bundles/zh.ts'),
+  en: () => import('./bundles/en.ts'),
+  ja: () => import('./bundles/ja.ts'),
+};
 
-export function catalogues(): Record<string, Record<string, Catalogue>> {
-  const resources: Record<string, Record<string, Catalogue>> = {};
-  for (const [file, content] of Object.entries(files)) {
-    const m = /locales\/([^/]+)\/([^/]+)\.json$/.exec(file);
-    if (!m) continue;
-    resources[m[1]] ??= {};
-    resources[m[1]][m[2]] = content;
+/** The catalogues of one language by namespace (loaded once). */
+const loaded = new Map<Language, Promise<Record<string, Catalogue>>>();
+export function catalogueOf(lng: Language): Promise<Record<string, Catalogue>> {
+  let p = loaded.get(lng);
+  if (!p) {
+    p = bundles[lng]().then(({ default: files }) => {
+      const byNs: Record<string, Catalogue> = {};
+      for (const [file, content] of Object.entries(files)) {
+        const m = /\/([^/]+)\.json$/.exec(file);
+        if (m) byNs[m[1]] = content;
+      }
+      return byNs;
+    });
+    p.catch(() => loaded.delete(lng));
+    loaded.set(lng, p);
   }
-  return resources;
+  return p;
+}
+
+async function ensureLanguage(lng: Language): Promise<void> {
+  if (i18next.hasResourceBundle(lng, 'common')) return;
+  const byNs = await catalogueOf(lng);
+  for (const [ns, content] of Object.entries(byNs)) i18next.addResourceBundle(lng, ns, content, true, true);
 }
 
 export function isLanguage(v: unknown): v is Language {
   return typeof v === 'string' && (LANGUAGES as readonly string[]).includes(v);
 }
 
+/** The `lang` cookie (the user's choice), else the browser's preferred languages, else zh. */
 export function initialLanguage(): Language {
   const saved = readCookie(STORAGE.languageCookie);
-  return isLanguage(saved) ? saved : DEFAULT_LANGUAGE;
+  if (isLanguage(saved)) return saved;
+  const prefs = typeof navigator === 'undefined' ? [] : (navigator.languages ?? [navigator.language]);
+  return preferredLanguage(prefs) ?? DEFAULT_LANGUAGE;
 }
 
 export async function initI18n(lng: Language = initialLanguage()): Promise<typeof i18next> {
-  const resources = catalogues();
+  const main = await catalogueOf(lng);
+  const resources: Record<string, Record<string, Catalogue>> = { [lng]: main };
   await i18next.use(initReactI18next).init({
     resources,
     lng,
     fallbackLng: FALLBACK_LANGUAGE,
     supportedLngs: [...LANGUAGES],
-    ns: Object.keys(resources[FALLBACK_LANGUAGE] ?? { common: {} }),
+    ns: Object.keys(main),
     defaultNS: 'common',
     interpolation: { escapeValue: false },
     returnNull: false,
   });
   document.documentElement.lang = lng;
+  // Every key exists in every language (tests/unit/i18n-keys.test.ts), so the first render does not
+  // wait for the fallback; it follows, for a key a future catalogue might miss.
+  if (lng !== FALLBACK_LANGUAGE) void ensureLanguage(FALLBACK_LANGUAGE).catch(() => {});
   return i18next;
 }
 
 /** Switch language: cookie, i18next, and <html lang>; the title follows through `languageChanged`. */
 export async function setLanguage(lng: Language, persist = true): Promise<void> {
   if (persist) writeCookie(STORAGE.languageCookie, lng, 365);
+  await ensureLanguage(lng);
   await i18next.changeLanguage(lng);
   document.documentElement.lang = lng;
 }

@@ -3,9 +3,9 @@ import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { LEASE_DURATIONS } from '#shared/constants.ts';
+import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
 import { Icon, type IconName } from '#web/components/icons.tsx';
 import { Kbd } from '#web/components/ui.tsx';
-import { Logo, LanguageMenu, ThemeToggle } from '#web/layout/controls.tsx';
 import { isMac } from '#web/palette/keys.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
@@ -107,7 +107,9 @@ export default function LandingPage() {
                 <div className="flex h-8 w-8 items-center justify-center rounded-md border border-zinc-200 bg-zinc-50 text-zinc-700 dark:border-zinc-800 dark:bg-zinc-900 dark:text-zinc-300">
                   <Icon name={f.icon} size={16} />
                 </div>
-                <h3 className="mt-3 text-sm font-semibold text-zinc-900 dark:text-zinc-100">{t(`features.${f.key}.title`)}</h3>
+                <h3 className="mt-3 text-sm font-semibold text-zinc-900 dark:text-zinc-100">
+                  {t(`features.${f.key}.title`)}
+                </h3>
                 <p className="mt-1 text-[13px] leading-relaxed text-zinc-600 dark:text-zinc-400">
                   {t(`features.${f.key}.text`)}
                 </p>
@@ -124,7 +126,9 @@ export default function LandingPage() {
                   {i + 1}
                 </span>
                 <div>
-                  <h3 className="text-sm font-semibold text-zinc-900 dark:text-zinc-100">{t(`steps.${step}.title`)}</h3>
+                  <h3 className="text-sm font-semibold text-zinc-900 dark:text-zinc-100">
+                    {t(`steps.${step}.title`)}
+                  </h3>
                   <p className="mt-1 text-[13px] leading-relaxed text-zinc-600 dark:text-zinc-400">
                     {t(`steps.${step}.text`, {
                       durations: LEASE_DURATIONS.map((d) => t(`durations.${d.key}`)).join(t('listSeparator')),

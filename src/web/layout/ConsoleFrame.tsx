@@ -6,14 +6,16 @@ import { useTranslation } from 'react-i18next';
 import { Link, NavLink, Outlet } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { routeSet } from '#web/auth/flow.ts';
+import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
 import { Icon, type IconName } from '#web/components/icons.tsx';
 import { cx } from '#web/components/ui.tsx';
+import { useNarrow } from '#web/components/useMedia.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { routeTable } from '#web/router/table.ts';
 import { inSet, joinPath } from '#web/router/types.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
 import { session } from '#web/state/session.ts';
-import { Logo, LanguageMenu, PaletteButton, ThemeToggle, UserControls } from './controls.tsx';
+import { PaletteButton, UserControls } from './controls.tsx';
 import { LicenceBanner } from './LicenceBanner.tsx';
 import { DocsLink } from './Navbar.tsx';
 
@@ -30,10 +32,16 @@ export function consoleSections(perms: readonly string[], licenceOk: boolean): S
   for (const node of routeTable) {
     if (!inSet(node, set) || node.meta.hidden || node.meta.external) continue;
     if (!routeAllowed(node.meta, { perms, licenceValid: licenceOk })) continue;
-    if (node.frame === 'console') out.push({ path: node.path, titleKey: node.meta.titleKey, icon: node.meta.icon });
+    if (node.frame === 'console')
+      out.push({ path: node.path, titleKey: node.meta.titleKey, icon: node.meta.icon });
     if (node.frame === 'layout' && out.every((s) => !s.path.startsWith('/dashboard'))) {
       const child = node.children?.find((c) => !c.meta.hidden && inSet(c, set));
-      if (child) out.push({ path: joinPath(node.path, child.path), titleKey: node.meta.titleKey, icon: node.meta.icon });
+      if (child)
+        out.push({
+          path: joinPath(node.path, child.path),
+          titleKey: node.meta.titleKey,
+          icon: node.meta.icon,
+        });
     }
   }
   // Settings sits last, like in every console.
@@ -45,20 +53,26 @@ export function ConsoleFrame() {
   const { perms } = useSnapshot(session);
   const { detail } = useSnapshot(licenceState);
   const sections = consoleSections(perms, licenceValid(detail, Date.now()));
+  // A phone keeps the mark and drops the wordmark, so the palette, language, theme and user all fit.
+  const narrow = useNarrow();
   return (
     <div className="flex h-dvh flex-col">
-      <header className="z-20 flex h-12 shrink-0 items-center gap-3 border-b border-zinc-200 bg-white/85 px-3 backdrop-blur sm:px-4 dark:border-zinc-800 dark:bg-zinc-950/85">
-        <Link to="/mainboard" className="rounded focus-ring" aria-label="Bianbu Cloud">
-          <Logo />
+      <header className="z-20 flex h-12 shrink-0 items-center gap-1 border-b border-zinc-200 bg-white/85 px-3 backdrop-blur sm:px-4 dark:border-zinc-800 dark:bg-zinc-950/85">
+        <Link
+          to="/mainboard"
+          className="inline-flex h-11 min-w-11 shrink-0 items-center justify-center rounded focus-ring sm:mr-2"
+          aria-label="Bianbu Cloud"
+        >
+          <Logo compact={narrow} />
         </Link>
-        <nav aria-label={t('navbar.sections')} className="ml-3 hidden items-center gap-0.5 lg:flex">
+        <nav aria-label={t('navbar.sections')} className="ml-3 hidden items-center gap-0.5 xl:flex">
           {sections.map((s) => (
             <NavLink
               key={s.path}
               to={s.path}
               className={({ isActive }) =>
                 cx(
-                  'inline-flex h-8 items-center rounded-md px-2.5 text-[13px] font-medium transition-colors focus-ring',
+                  'inline-flex h-8 items-center rounded-md px-2.5 text-[13px] font-medium whitespace-nowrap transition-colors focus-ring',
                   isActive
                     ? 'bg-zinc-900/[0.06] text-zinc-900 dark:bg-white/[0.08] dark:text-white'
                     : 'text-zinc-500 hover:text-zinc-900 dark:text-zinc-400 dark:hover:text-zinc-100',
@@ -69,10 +83,10 @@ export function ConsoleFrame() {
             </NavLink>
           ))}
         </nav>
-        <Menu as="div" className="relative lg:hidden">
+        <Menu as="div" className="relative xl:hidden">
           <MenuButton
             aria-label={t('navbar.sections')}
-            className="inline-flex h-8 items-center gap-1 rounded-md px-2 text-[13px] font-medium text-zinc-600 hover:bg-zinc-100 focus-ring dark:text-zinc-300 dark:hover:bg-zinc-800"
+            className="inline-flex h-11 w-11 items-center justify-center rounded-md text-[13px] font-medium text-zinc-600 hover:bg-zinc-100 focus-ring sm:h-8 sm:w-auto sm:px-2 dark:text-zinc-300 dark:hover:bg-zinc-800"
           >
             <Icon name="menu" size={15} />
           </MenuButton>
@@ -98,7 +112,7 @@ export function ConsoleFrame() {
           <DocsLink className="hidden sm:inline-flex" />
           <LanguageMenu />
           <ThemeToggle />
-          <div className="mx-1 h-4 w-px bg-zinc-200 dark:bg-zinc-800" />
+          <div className="mx-1 hidden h-4 w-px bg-zinc-200 sm:block dark:bg-zinc-800" />
           <UserControls />
         </div>
       </header>

@@ -11,7 +11,10 @@ export function LicenceBanner() {
   const warnings = licenceWarnings(detail, Date.now());
   if (warnings.length === 0) return null;
   return (
-    <div className="space-y-1 border-b border-zinc-200 px-4 py-2 dark:border-zinc-800" data-testid="licence-banner">
+    <div
+      className="space-y-1 border-b border-zinc-200 px-4 py-2 dark:border-zinc-800"
+      data-testid="licence-banner"
+    >
       {warnings.map((w) => (
         <Alert key={w.kind} tone={w.kind === 'expiring' ? 'warning' : 'danger'}>
           {w.kind === 'expired'

@@ -4,12 +4,13 @@ import { Fragment } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
+import { LanguageMenu, ThemeToggle } from '#web/components/controls.tsx';
 import { Icon } from '#web/components/icons.tsx';
 import { cx, IconButton } from '#web/components/ui.tsx';
 import { useRouteHandles } from '#web/router/handle.ts';
 import { appState, toggleSidebar } from '#web/state/app.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
-import { LanguageMenu, PaletteButton, ThemeToggle, UserControls } from './controls.tsx';
+import { PaletteButton, UserControls } from './controls.tsx';
 
 export function Breadcrumb() {
   const { t } = useTranslation('layout');
@@ -18,18 +19,27 @@ export function Breadcrumb() {
   const crumbs = handles.filter((h, i) => i === 0 || t(h.meta.titleKey) !== t(handles[i - 1].meta.titleKey));
   return (
     <nav aria-label={t('navbar.breadcrumb')} className="flex min-w-0 items-center gap-1.5 text-[13px]">
-      <Link to="/mainboard" className="hidden shrink-0 text-zinc-500 hover:text-zinc-900 sm:inline dark:text-zinc-400 dark:hover:text-zinc-100">
+      <Link
+        to="/mainboard"
+        className="hidden shrink-0 text-zinc-500 hover:text-zinc-900 sm:inline dark:text-zinc-400 dark:hover:text-zinc-100"
+      >
         {t('navbar.console')}
       </Link>
       {crumbs.map((h, i) => (
         <Fragment key={h.path}>
-          <Icon name="chevronRight" size={13} className="hidden shrink-0 text-zinc-300 sm:block dark:text-zinc-600" />
+          <Icon
+            name="chevronRight"
+            size={13}
+            className="hidden shrink-0 text-zinc-300 sm:block dark:text-zinc-600"
+          />
           {i === crumbs.length - 1 ? (
             <span aria-current="page" className="truncate font-medium text-zinc-900 dark:text-zinc-100">
               {t(h.meta.titleKey)}
             </span>
           ) : (
-            <span className="hidden truncate text-zinc-500 sm:inline dark:text-zinc-400">{t(h.meta.titleKey)}</span>
+            <span className="hidden truncate text-zinc-500 sm:inline dark:text-zinc-400">
+              {t(h.meta.titleKey)}
+            </span>
           )}
         </Fragment>
       ))}

@@ -74,7 +74,11 @@ export function PageHeader({
       </div>
       {meta?.helpKey ? <Alert tone="success">{t(meta.helpKey)}</Alert> : null}
       {tabs && tabs.tabs.length > 0 ? (
-        <div role="tablist" aria-label={meta ? t(meta.titleKey) : undefined} className="flex gap-1 overflow-x-auto border-b border-zinc-200 dark:border-zinc-800">
+        <div
+          role="tablist"
+          aria-label={meta ? t(meta.titleKey) : undefined}
+          className="flex gap-1 overflow-x-auto border-b border-zinc-200 dark:border-zinc-800"
+        >
           {tabs.tabs.map((tab) => {
             const selected = tab.name === tabs.active;
             return (

@@ -23,11 +23,15 @@ import { profileDialog } from '#web/auth/profile-state.ts';
 import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
 import { Toaster } from '#web/components/Toaster.tsx';
 import { installDeviceCommands } from '#web/devices/commands.ts';
+import { installFlashCommands } from '#web/flash/commands.ts';
+import { flash } from '#web/flash/state.ts';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
 import { usePaletteShortcut } from '#web/palette/keys.ts';
-import { paletteState } from '#web/palette/registry.ts';
+import { keyHelp, paletteState } from '#web/palette/registry.ts';
+import { installQueueCommands } from '#web/queue/commands.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { type RouteHandle, useRouteMeta } from '#web/router/handle.ts';
+import { installShareCommands } from '#web/share/commands.ts';
 import { syncDevice } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
 import { session } from '#web/state/session.ts';
@@ -35,14 +39,30 @@ import { publicSettingsState } from '#web/state/settings.ts';
 import { FullPageStatus } from './PageLoading.tsx';
 
 const ProfileDialog = lazy(() => import('#web/auth/ProfileDialog.tsx'));
+const FlashHost = lazy(() => import('#web/flash/FlashHost.tsx'));
 const loadPalette = () => import('#web/palette/Palette.tsx');
 const Palette = lazy(loadPalette);
+const KeyHelp = lazy(() => import('#web/palette/KeyHelp.tsx'));
 
-/** Fetch the palette's chunk once the page is idle, so the first Ctrl+K opens it at once. */
-function usePrefetchPalette() {
+/**
+ * Fetch the palette's chunk once the page is idle and mount it (closed), so the first Ctrl+K opens it
+ * at once and the keys typed right after it land in its field.
+ */
+function usePrefetchPalette(loaded: () => void) {
+  // biome-ignore lint/correctness/useExhaustiveDependencies: one prefetch per page load.
   useEffect(() => {
+    let live = true;
     const idle = window.requestIdleCallback ?? ((cb: () => void) => window.setTimeout(cb, 1500));
-    idle(() => void loadPalette());
+    idle(
+      () =>
+        void loadPalette().then(
+          () => live && loaded(),
+          () => {},
+        ),
+    );
+    return () => {
+      live = false;
+    };
   }, []);
 }
 
@@ -128,7 +148,7 @@ function Guarded() {
     } else if (action.kind === 'loadUser') {
       // Once signed in, every page listens on the realtime channel, so lease warnings and board
       // state changes reach the user wherever they are, not only on device pages.
-      loadUserOnce().then(installDeviceCommands, (err: unknown) => {
+      loadUserOnce().then(installFeatureCommands, (err: unknown) => {
         if (err instanceof ApiError && SESSION_END_CODES.includes(err.code)) setSignedOut(true);
         else onUserLoadFailed(err);
       });
@@ -138,13 +158,31 @@ function Guarded() {
   if (action.kind === 'exchange') return <FullPageStatus text={t('status.exchanging')} />;
   if (action.kind === 'authorize') return <FullPageStatus text={t('status.redirecting')} />;
   if (action.kind === 'loadUser' && action.blocking && signedOut) {
-    return <FullPageStatus text={t('status.signedOut')} action={{ label: t('status.signInAgain'), run: () => void startSignIn() }} />;
+    return (
+      <FullPageStatus
+        text={t('status.signedOut')}
+        action={{ label: t('status.signInAgain'), run: () => void startSignIn() }}
+      />
+    );
   }
   if (action.kind === 'loadUser' && action.blocking) return <FullPageStatus text={t('status.loadingUser')} />;
-  if (handle && !isPublic && name && !routeAllowed(handle.meta, { perms, licenceValid: licenceValid(licence.detail, Date.now()) })) {
+  if (
+    handle &&
+    !isPublic &&
+    name &&
+    !routeAllowed(handle.meta, { perms, licenceValid: licenceValid(licence.detail, Date.now()) })
+  ) {
     return <Navigate to="/403" replace />;
   }
   return <Outlet />;
+}
+
+/** Once signed in: every feature's palette commands (each installs once; later calls do nothing). */
+function installFeatureCommands(): void {
+  installDeviceCommands();
+  installFlashCommands();
+  installQueueCommands();
+  installShareCommands();
 }
 
 export function Root() {
@@ -152,11 +190,15 @@ export function Root() {
   const { token } = useSnapshot(session);
   const { open: profileOpen } = useSnapshot(profileDialog);
   const { open: paletteOpen } = useSnapshot(paletteState);
+  const { dialog: flashDialog } = useSnapshot(flash);
   // Mounted from the first opening on, so closing animates and reopening is instant.
   const [paletteUsed, setPaletteUsed] = useState(false);
   if (paletteOpen && !paletteUsed) setPaletteUsed(true);
+  const { open: helpOpen } = useSnapshot(keyHelp);
+  const [helpUsed, setHelpUsed] = useState(false);
+  if (helpOpen && !helpUsed) setHelpUsed(true);
   usePaletteShortcut();
-  usePrefetchPalette();
+  usePrefetchPalette(() => setPaletteUsed(true));
   useDocumentTitle(handle);
   useDeviceClass();
   useCoreCommands();
@@ -169,8 +211,18 @@ export function Root() {
           <Palette />
         </Suspense>
       ) : null}
+      {helpUsed ? (
+        <Suspense fallback={null}>
+          <KeyHelp />
+        </Suspense>
+      ) : null}
       <Toaster />
       <SessionEndedDialog />
+      {token && flashDialog ? (
+        <Suspense fallback={null}>
+          <FlashHost />
+        </Suspense>
+      ) : null}
       {token && profileOpen ? (
         <Suspense fallback={null}>
           <ProfileDialog />

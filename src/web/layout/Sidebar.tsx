@@ -6,6 +6,7 @@ import { Link, NavLink } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { SIDEBAR_WIDTH_PX } from '#shared/constants.ts';
 import { routeSet } from '#web/auth/flow.ts';
+import { Logo } from '#web/components/controls.tsx';
 import { Icon } from '#web/components/icons.tsx';
 import { cx } from '#web/components/ui.tsx';
 import { buildMenu, type MenuItem } from '#web/router/access.ts';
@@ -14,11 +15,18 @@ import { appState, closeSidebar } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
-import { Logo } from './controls.tsx';
 
 export const RAIL_WIDTH_PX = 56;
 
-function Entry({ item, collapsed, onNavigate }: { item: MenuItem; collapsed: boolean; onNavigate: () => void }) {
+function Entry({
+  item,
+  collapsed,
+  onNavigate,
+}: {
+  item: MenuItem;
+  collapsed: boolean;
+  onNavigate: () => void;
+}) {
   const { t } = useTranslation('layout');
   const title = t(item.titleKey);
   const base =
@@ -27,7 +35,11 @@ function Entry({ item, collapsed, onNavigate }: { item: MenuItem; collapsed: boo
   const content = (
     <>
       <Icon name={item.icon ?? 'arrowRight'} size={16} className="shrink-0" />
-      {collapsed ? null : <span className="min-w-0 flex-1 truncate" title={title}>{title}</span>}
+      {collapsed ? null : (
+        <span className="min-w-0 flex-1 truncate" title={title}>
+          {title}
+        </span>
+      )}
       {!collapsed && item.href ? <Icon name="external" size={12} className="shrink-0 opacity-50" /> : null}
     </>
   );
@@ -39,7 +51,11 @@ function Entry({ item, collapsed, onNavigate }: { item: MenuItem; collapsed: boo
         rel="noopener noreferrer"
         title={collapsed ? title : undefined}
         aria-label={collapsed ? title : undefined}
-        className={cx(base, pad, 'text-zinc-600 hover:bg-zinc-100 hover:text-zinc-900 dark:text-zinc-400 dark:hover:bg-zinc-800/70 dark:hover:text-zinc-100')}
+        className={cx(
+          base,
+          pad,
+          'text-zinc-600 hover:bg-zinc-100 hover:text-zinc-900 dark:text-zinc-400 dark:hover:bg-zinc-800/70 dark:hover:text-zinc-100',
+        )}
       >
         {content}
       </a>
@@ -106,7 +122,12 @@ export function Sidebar() {
           sidebar.withoutAnimation ? '' : 'transition-[width] duration-200',
         )}
       >
-        <div className={cx('flex h-12 shrink-0 items-center border-b border-zinc-200 dark:border-zinc-800', collapsed ? 'justify-center' : 'px-3.5')}>
+        <div
+          className={cx(
+            'flex h-12 shrink-0 items-center border-b border-zinc-200 dark:border-zinc-800',
+            collapsed ? 'justify-center' : 'px-3.5',
+          )}
+        >
           <Link to="/mainboard" className="rounded focus-ring" aria-label="Bianbu Cloud">
             <Logo compact={collapsed} />
           </Link>
@@ -118,7 +139,9 @@ export function Sidebar() {
                 {collapsed ? (
                   <div className="mx-auto mb-1 h-px w-6 bg-zinc-200 dark:bg-zinc-800" />
                 ) : (
-                  <div className="px-2.5 pb-1 text-[11px] font-medium tracking-wide text-zinc-400 uppercase">{t(item.titleKey)}</div>
+                  <div className="px-2.5 pb-1 text-[11px] font-medium tracking-wide text-zinc-400 uppercase">
+                    {t(item.titleKey)}
+                  </div>
                 )}
                 <div className="space-y-0.5">
                   {item.children.map((c) => (
@@ -143,7 +166,11 @@ export function Sidebar() {
             )}
           >
             <Icon name="arrowLeft" size={16} />
-            {collapsed ? null : <span className="truncate" title={t('sidebar.exit')}>{t('sidebar.exit')}</span>}
+            {collapsed ? null : (
+              <span className="truncate" title={t('sidebar.exit')}>
+                {t('sidebar.exit')}
+              </span>
+            )}
           </Link>
         </div>
       </aside>

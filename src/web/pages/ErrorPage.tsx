@@ -1,9 +1,9 @@
 import { useTranslation } from 'react-i18next';
 import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
+import { Logo } from '#web/components/controls.tsx';
 import { Icon } from '#web/components/icons.tsx';
 import { Button } from '#web/components/ui.tsx';
-import { Logo } from '#web/layout/controls.tsx';
 import { session } from '#web/state/session.ts';
 
 /** The 403 and 404 pages: what happened, and the two ways out. */
@@ -19,11 +19,18 @@ export function ErrorPage({ code, titleKey, textKey }: { code: string; titleKey:
         </Link>
       </header>
       <main className="flex flex-1 flex-col items-center justify-center px-6 pb-24 text-center">
-        <p className="font-mono text-sm font-medium text-violet-600 dark:text-violet-400" data-testid="error-code">
+        <p
+          className="font-mono text-sm font-medium text-violet-600 dark:text-violet-400"
+          data-testid="error-code"
+        >
           {code}
         </p>
-        <h1 className="mt-2 text-2xl font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">{t(titleKey)}</h1>
-        <p className="mt-2 max-w-md text-[13px] leading-relaxed text-zinc-500 dark:text-zinc-400">{t(textKey)}</p>
+        <h1 className="mt-2 text-2xl font-semibold tracking-tight text-zinc-900 dark:text-zinc-50">
+          {t(titleKey)}
+        </h1>
+        <p className="mt-2 max-w-md text-[13px] leading-relaxed text-zinc-500 dark:text-zinc-400">
+          {t(textKey)}
+        </p>
         <div className="mt-6 flex gap-2">
           <Button icon="arrowLeft" onClick={() => navigate(-1)}>
             {t('actions.back')}

@@ -27,7 +27,8 @@ function toItem(node: RouteNode, base: string, ctx: AccessContext): MenuItem | n
   if (!visible(node, ctx)) return null;
   const path = joinPath(base, node.path);
   if (node.meta.external) {
-    const href = typeof node.meta.external === 'function' ? node.meta.external(ctx.settings) : node.meta.external;
+    const href =
+      typeof node.meta.external === 'function' ? node.meta.external(ctx.settings) : node.meta.external;
     if (!href) return null;
     return { key: path, titleKey: node.meta.titleKey, icon: node.meta.icon, href };
   }
@@ -35,7 +36,8 @@ function toItem(node: RouteNode, base: string, ctx: AccessContext): MenuItem | n
   const children = node.children.map((c) => toItem(c, path, ctx)).filter((c): c is MenuItem => c !== null);
   if (children.length === 0) return null;
   // A single visible child collapses into one entry: the child, with the parent's icon if it has none.
-  if (children.length === 1 && !children[0].children) return { ...children[0], icon: children[0].icon ?? node.meta.icon };
+  if (children.length === 1 && !children[0].children)
+    return { ...children[0], icon: children[0].icon ?? node.meta.icon };
   return { key: path, titleKey: node.meta.titleKey, icon: node.meta.icon, children };
 }
 
@@ -66,7 +68,10 @@ export function resolveActiveTab(
 }
 
 /** Redirect targets after sign-in: same-origin paths of the table only, matched exactly. */
-export function safeRedirect(target: string | undefined | null, knownPaths: readonly string[]): string | null {
+export function safeRedirect(
+  target: string | undefined | null,
+  knownPaths: readonly string[],
+): string | null {
   if (!target?.startsWith('/') || target.startsWith('//') || target.includes('\\')) return null;
   const pathOnly = target.split(/[?#]/)[0];
   if (!knownPaths.includes(pathOnly)) return null;

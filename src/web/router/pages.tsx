@@ -1,5 +1,5 @@
 // Page keys of the route table bound to lazily loaded components: each page is its own chunk.
-import { type ComponentType, lazy, type LazyExoticComponent } from 'react';
+import { type ComponentType, type LazyExoticComponent, lazy } from 'react';
 import type { PageKey } from './table.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: pages take different props (the device list's scope).
@@ -14,6 +14,8 @@ export const pages: Record<PageKey, Page> = {
   mainboard: lazy(() => import('#web/devices/MainboardPage.tsx')),
   apply: lazy(() => import('#web/devices/ApplyPage.tsx')),
   workbench: lazy(() => import('#web/workbench/WorkbenchPage.tsx')),
+  images: lazy(() => import('#web/flash/ImageCataloguePage.tsx')),
+  share: lazy(() => import('#web/share/SharePage.tsx')),
   settings: lazy(() => import('#web/settings/SettingsPage.tsx')),
   dashboard: lazy(() => import('#web/devices/DashboardPage.tsx')),
   deviceList: lazy(() => import('#web/devices/DeviceListPage.tsx')),

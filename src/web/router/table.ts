@@ -12,6 +12,8 @@ export type PageKey =
   | 'mainboard'
   | 'apply'
   | 'workbench'
+  | 'images'
+  | 'share'
   | 'settings'
   | 'dashboard'
   | 'deviceList'
@@ -19,7 +21,12 @@ export type PageKey =
   | 'forbidden';
 
 export const routeTable: readonly RouteNode<PageKey>[] = [
-  { path: '/', page: 'landing', frame: 'bare', meta: { titleKey: 'routes.home', icon: 'home', public: true } },
+  {
+    path: '/',
+    page: 'landing',
+    frame: 'bare',
+    meta: { titleKey: 'routes.home', icon: 'home', public: true },
+  },
   {
     path: '/login',
     page: 'login',
@@ -34,16 +41,43 @@ export const routeTable: readonly RouteNode<PageKey>[] = [
     redirect: { reduced: '/thridparty' },
     meta: { titleKey: 'routes.login', public: true, hidden: true },
   },
-  { path: '/register', page: 'register', frame: 'bare', meta: { titleKey: 'routes.register', public: true, hidden: true } },
+  {
+    path: '/register',
+    page: 'register',
+    frame: 'bare',
+    meta: { titleKey: 'routes.register', public: true, hidden: true },
+  },
   {
     path: '/thridparty',
     page: 'thirdParty',
     frame: 'bare',
     meta: { titleKey: 'routes.thirdParty', public: true, hidden: true },
   },
-  { path: '/mainboard', page: 'mainboard', frame: 'console', meta: { titleKey: 'routes.mainboard', icon: 'board' } },
+  {
+    path: '/mainboard',
+    page: 'mainboard',
+    frame: 'console',
+    meta: { titleKey: 'routes.mainboard', icon: 'board' },
+  },
   { path: '/riscvhouse', page: 'apply', frame: 'console', meta: { titleKey: 'routes.apply', icon: 'cpu' } },
-  { path: '/workbench', page: 'workbench', frame: 'console', meta: { titleKey: 'routes.workbench', icon: 'workbench' } },
+  {
+    path: '/workbench',
+    page: 'workbench',
+    frame: 'console',
+    meta: { titleKey: 'routes.workbench', icon: 'workbench' },
+  },
+  {
+    path: '/flash-images',
+    page: 'images',
+    frame: 'console',
+    meta: { titleKey: 'routes.images', icon: 'image', perms: ['device.view_flash'] },
+  },
+  {
+    path: '/share',
+    page: 'share',
+    frame: 'console',
+    meta: { titleKey: 'routes.share', icon: 'user', perms: ['device.view_share'] },
+  },
   {
     path: '/cloudsetting',
     page: 'settings',
@@ -56,6 +90,7 @@ export const routeTable: readonly RouteNode<PageKey>[] = [
       tabs: [
         { name: 'general', titleKey: 'tabs.general' },
         { name: 'terminal', titleKey: 'tabs.terminal' },
+        { name: 'keys', titleKey: 'tabs.keys' },
         { name: 'apikey', titleKey: 'tabs.apikey' },
         { name: 'profile', titleKey: 'tabs.profile' },
       ],
@@ -65,7 +100,9 @@ export const routeTable: readonly RouteNode<PageKey>[] = [
     path: '/dashboard',
     frame: 'layout',
     meta: { titleKey: 'routes.dashboard', icon: 'dashboard', sets: ['full'] },
-    children: [{ path: 'dashboard', page: 'dashboard', meta: { titleKey: 'routes.dashboard', icon: 'dashboard' } }],
+    children: [
+      { path: 'dashboard', page: 'dashboard', meta: { titleKey: 'routes.dashboard', icon: 'dashboard' } },
+    ],
   },
   {
     path: '/clouddevice',
@@ -97,6 +134,16 @@ export const routeTable: readonly RouteNode<PageKey>[] = [
     path: 'docs',
     meta: { titleKey: 'routes.docs', icon: 'book', external: (s) => s?.docsUrl || undefined },
   },
-  { path: '/404', page: 'notFound', frame: 'bare', meta: { titleKey: 'routes.notFound', public: true, hidden: true } },
-  { path: '/403', page: 'forbidden', frame: 'bare', meta: { titleKey: 'routes.forbidden', public: true, hidden: true } },
+  {
+    path: '/404',
+    page: 'notFound',
+    frame: 'bare',
+    meta: { titleKey: 'routes.notFound', public: true, hidden: true },
+  },
+  {
+    path: '/403',
+    page: 'forbidden',
+    frame: 'bare',
+    meta: { titleKey: 'routes.forbidden', public: true, hidden: true },
+  },
 ];

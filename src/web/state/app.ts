@@ -1,7 +1,7 @@
 // Session-wide UI state (spec section 3, "session-state"): sidebar, device class, colour theme and
 // the terminal theme. Sidebar and terminal theme persist in cookies; the theme in its own cookie.
 import { proxy } from 'valtio';
-import { MOBILE_BREAKPOINT_PX, STORAGE } from '#shared/constants.ts';
+import { MOBILE_BREAKPOINT_PX, STORAGE, TERM_FONT } from '#shared/constants.ts';
 import { readCookie, writeCookie } from './storage.ts';
 
 export type Theme = 'light' | 'dark';
@@ -10,7 +10,8 @@ export type DeviceClass = 'desktop' | 'mobile';
 function initialTheme(): Theme {
   const saved = readCookie(STORAGE.themeCookie);
   if (saved === 'light' || saved === 'dark') return saved;
-  if (typeof window !== 'undefined' && window.matchMedia?.('(prefers-color-scheme: dark)').matches) return 'dark';
+  if (typeof window !== 'undefined' && window.matchMedia?.('(prefers-color-scheme: dark)').matches)
+    return 'dark';
   return 'light';
 }
 
@@ -29,6 +30,7 @@ export const appState = proxy({
   device: initialDevice,
   theme: initialTheme(),
   darkTermTheme: readCookie(STORAGE.termThemeCookie) !== 'light',
+  termFontSize: termFont(Number(readCookie(STORAGE.termFontCookie))),
 });
 
 export function toggleSidebar(): void {
@@ -42,7 +44,6 @@ export function closeSidebar(withoutAnimation: boolean): void {
   appState.sidebar.withoutAnimation = withoutAnimation;
   writeCookie(STORAGE.sidebarCookie, '0');
 }
-
 
 /** Called on load and on every resize; entering mobile closes the sidebar without animation. */
 export function syncDevice(width: number): void {
@@ -72,6 +73,18 @@ export function setTheme(theme: Theme): void {
 
 export function toggleTheme(): void {
   setTheme(appState.theme === 'dark' ? 'light' : 'dark');
+}
+
+/** A font size within TERM_FONT's bounds (anything else: the default). */
+export function termFont(n: number): number {
+  if (!Number.isFinite(n) || n === 0) return TERM_FONT.initial;
+  return Math.min(TERM_FONT.max, Math.max(TERM_FONT.min, Math.round(n)));
+}
+
+/** Every terminal's font a step bigger (+1) or smaller (-1), or back to the default (0); kept a year. */
+export function stepTermFont(step: -1 | 0 | 1): void {
+  appState.termFontSize = step === 0 ? TERM_FONT.initial : termFont(appState.termFontSize + step);
+  writeCookie(STORAGE.termFontCookie, String(appState.termFontSize), 365);
 }
 
 export function setDarkTermTheme(dark: boolean): void {

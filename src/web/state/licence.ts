@@ -2,8 +2,8 @@
 // licence. Until then the console treats it as valid, so licence-required routes stay reachable and
 // the service remains the judge.
 import { proxy } from 'valtio';
-import type { LicenseDetail } from '#shared/user.ts';
 import { DAY_MS, LICENCE_WARN_DAYS } from '#shared/constants.ts';
+import type { LicenseDetail } from '#shared/user.ts';
 
 export const licenceState = proxy({
   detail: null as LicenseDetail | null,

@@ -2,7 +2,14 @@
 // mirrored here so components re-render when it changes; everything else is loaded from
 // /api/user/info after sign-in and dropped on logout.
 import { proxy } from 'valtio';
-import { type ApplyInfo, readApplyInfo, readToken, removeApplyInfo, removeToken, writeToken } from './storage.ts';
+import {
+  type ApplyInfo,
+  readApplyInfo,
+  readToken,
+  removeApplyInfo,
+  removeToken,
+  writeToken,
+} from './storage.ts';
 
 export interface CurrentOrg {
   id: string;

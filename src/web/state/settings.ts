@@ -14,6 +14,9 @@ export function setPublicSettings(value: PublicSettings | null): void {
 }
 
 /** Either the build variable or the service's setting can reduce the route set (spec section 2). */
-export function routeSetOf(buildVar: string | undefined, settings: PublicSettings | null): 'full' | 'reduced' {
+export function routeSetOf(
+  buildVar: string | undefined,
+  settings: PublicSettings | null,
+): 'full' | 'reduced' {
   return buildVar === 'reduced' || settings?.routeSet === 'reduced' ? 'reduced' : 'full';
 }

@@ -14,7 +14,7 @@ import { setApplyInfo } from '#web/state/session.ts';
 import { type ApplyInfo, readApplyInfo, removeApplyInfo, writeApplyInfo } from '#web/state/storage.ts';
 
 type CallName<T> = T extends { name: infer N } ? N : never;
-type Calls = typeof boardCalls[number] | typeof leaseCalls[number];
+type Calls = (typeof boardCalls)[number] | (typeof leaseCalls)[number];
 function def<N extends CallName<Calls>>(name: N): Extract<Calls, { name: N }> {
   const found = [...boardCalls, ...leaseCalls].find((c) => c.name === name);
   if (!found) throw new Error(`call ${name} is not in the contract`);
@@ -171,7 +171,9 @@ export function loadAttributes(): Promise<unknown> {
   );
 }
 
-export function distinctAttributes(items: readonly Pick<BoardDto, 'attributes' | 'model'>[]): Record<string, string[]> {
+export function distinctAttributes(
+  items: readonly Pick<BoardDto, 'attributes' | 'model'>[],
+): Record<string, string[]> {
   const out = new Map<string, Set<string>>();
   for (const b of items) {
     const entries: [string, unknown][] = Object.entries(b.attributes);
@@ -269,7 +271,9 @@ export function pageLocally(items: BoardDto[], q: ListQuery): Paged {
       if (String(have ?? '') !== v) return false;
     }
     if (!kw) return true;
-    const hay = [b.name, b.model, b.deviceId, ...Object.values(b.attributes).map(String)].join(' ').toLowerCase();
+    const hay = [b.name, b.model, b.deviceId, ...Object.values(b.attributes).map(String)]
+      .join(' ')
+      .toLowerCase();
     return hay.includes(kw);
   });
   const start = (q.page - 1) * q.pageSize;
@@ -285,9 +289,7 @@ export interface LeaseList {
   receivedAt: number;
 }
 
-export type LeaseDialog =
-  | { kind: 'renew'; deviceId: string }
-  | { kind: 'unlock'; deviceId: string };
+export type LeaseDialog = { kind: 'renew'; deviceId: string } | { kind: 'unlock'; deviceId: string };
 
 export const leases = proxy({
   mine: idle<LeaseList>(),
@@ -340,7 +342,11 @@ export function leaseOf(deviceId: string | null | undefined): LeaseDto | undefin
 }
 
 /** Milliseconds left of a lease at `nowPerf`, counted from when the list arrived. */
-export function remainingAt(lease: Pick<LeaseDto, 'remainingMs'>, receivedAt: number, nowPerf: number): number {
+export function remainingAt(
+  lease: Pick<LeaseDto, 'remainingMs'>,
+  receivedAt: number,
+  nowPerf: number,
+): number {
   return Math.max(0, lease.remainingMs - (nowPerf - receivedAt));
 }
 
@@ -354,7 +360,11 @@ function replaceLease(updated: LeaseDto): void {
   else list.items.push(rebased);
 }
 
-async function busyWith<T>(deviceId: string, action: (typeof leases.busy)[string], run: () => Promise<T>): Promise<T> {
+async function busyWith<T>(
+  deviceId: string,
+  action: (typeof leases.busy)[string],
+  run: () => Promise<T>,
+): Promise<T> {
   if (leases.busy[deviceId]) throw new Error('busy');
   leases.busy[deviceId] = action;
   try {
@@ -408,6 +418,11 @@ export function renameLease(deviceId: string, newServerName: string): Promise<Le
 /** The latest end a renewal may ask for now: the longest offered duration from now. */
 export function latestRenewal(now = Date.now()): number {
   return now + LONGEST_LEASE_MS;
+}
+
+/** The ends a renewal offers for a lease ending at `end`: each lease duration past it, capped at `latest`. */
+export function renewalPresets(end: number, latest: number): { key: LeaseDurationKey; ms: number }[] {
+  return LEASE_DURATIONS.map((d) => ({ key: d.key, ms: Math.min(end + d.ms, latest) }));
 }
 
 export function renewLease(deviceId: string, renewalDate: Date): Promise<LeaseDto> {

@@ -1,14 +1,23 @@
 // Live facts about the user's boards from the realtime channel: lease warnings and expiry (user
-// notifications of kind lease.*) become toasts and refresh the lease list; a board's state changes
+// notifications of kind lease.*) become toasts and refresh the lease list (only lease.* kinds: flash.*
+// notifications belong to flash/live.ts, and flash.progress is never a toast); a board's state changes
 // (its /topic/board/{deviceId}) update the store so badges change without a reload.
 import type { IMessage } from '@stomp/stompjs';
 import { BOARD_STATES, type BoardState } from '#shared/boards.ts';
 import { LeaseNotice } from '#shared/leases.ts';
 import { boardStateEvent, Destinations, userNotification } from '#shared/realtime.ts';
+import { dataOf, leaseOf, leases, loadLeases } from '#web/boards/store.ts';
 import { t } from '#web/i18n/i18n.ts';
 import { realtime } from '#web/realtime/client.ts';
 import { type NoticeKind, notify } from '#web/state/notices.ts';
-import { dataOf, leaseOf, leases, loadLeases } from '#web/state/devices.ts';
+
+// Features whose own view tells a board's state story while it runs (a flash: flash/state.ts) register
+// here; a state change one of them explains is not toasted a second time.
+const explainers = new Set<(deviceId: string) => boolean>();
+
+export function addStateExplainer(explains: (deviceId: string) => boolean): void {
+  explainers.add(explains);
+}
 
 function json(m: IMessage): unknown {
   try {
@@ -22,7 +31,10 @@ function json(m: IMessage): unknown {
 export function leaseNoticeText(kind: string, data: Record<string, unknown>): string | null {
   const name = String(data.serverName ?? data.deviceId ?? '');
   if (kind === LeaseNotice.expiring) {
-    return t(data.remaining === '1h' ? 'workbench:notice.leaseWarning1h' : 'workbench:notice.leaseWarning24h', { name });
+    return t(
+      data.remaining === '1h' ? 'workbench:notice.leaseWarning1h' : 'workbench:notice.leaseWarning24h',
+      { name },
+    );
   }
   if (kind === LeaseNotice.expired) return t('workbench:notice.leaseExpired', { name });
   return null;
@@ -38,7 +50,8 @@ export function watchLeaseNotices(): void {
     if (!parsed.success || !parsed.data.kind.startsWith('lease.')) return;
     const n = parsed.data;
     const text = leaseNoticeText(n.kind, n.data);
-    const level: NoticeKind = n.level === 'error' || n.level === 'warning' ? 'error' : n.level === 'success' ? 'success' : 'info';
+    const level: NoticeKind =
+      n.level === 'error' || n.level === 'warning' ? 'error' : n.level === 'success' ? 'success' : 'info';
     if (text) notify(n.kind === LeaseNotice.expired ? 'error' : level, text, 10_000);
     void loadLeases();
   });
@@ -58,10 +71,16 @@ export function watchBoardState(deviceId: string): () => void {
     const list = dataOf(leases.mine);
     const item = list?.items.find((l) => l.deviceId === deviceId);
     if (item) item.boardState = parsed.data.state;
-    // While the user's own action on this board runs (a power reset), that action's toasts tell the
-    // story; a toast per state change on top would say it twice.
-    if (leases.busy[deviceId]) return;
-    notify('info', t('workbench:notice.boardState', { name: lease.serverName, state: t(`devices:state.${parsed.data.state}`) }));
+    // While the user's own action on this board runs (a power reset, a flash), that action's toasts
+    // tell the story; a toast per state change on top would say it twice.
+    if (leases.busy[deviceId] || [...explainers].some((explains) => explains(deviceId))) return;
+    notify(
+      'info',
+      t('workbench:notice.boardState', {
+        name: lease.serverName,
+        state: t(`devices:state.${parsed.data.state}`),
+      }),
+    );
   });
   return () => handle.unsubscribe();
 }

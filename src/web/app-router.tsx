@@ -6,11 +6,11 @@ import { createBrowserRouter, Navigate, type RouteObject } from 'react-router-do
 import { ConsoleFrame } from '#web/layout/ConsoleFrame.tsx';
 import { Layout } from '#web/layout/Layout.tsx';
 import { PageLoading } from '#web/layout/PageLoading.tsx';
-import { RouteError } from '#web/layout/RouteError.tsx';
 import { Root } from '#web/layout/Root.tsx';
-import { pages } from './pages.tsx';
-import type { PageKey } from './table.ts';
-import { inSet, joinPath, type RouteNode, type RouteSetName } from './types.ts';
+import { RouteError } from '#web/layout/RouteError.tsx';
+import { pages } from '#web/router/pages.tsx';
+import type { PageKey } from '#web/router/table.ts';
+import { inSet, joinPath, type RouteNode, type RouteSetName } from '#web/router/types.ts';
 
 function element(node: RouteNode<PageKey>, set: RouteSetName) {
   const redirect = node.redirect?.[set];
@@ -40,7 +40,9 @@ export function buildRoutes(table: readonly RouteNode<PageKey>[], set: RouteSetN
         path: n.path,
         handle: { meta: n.meta, path: n.path },
         children: [
-          ...(children[0] ? [{ index: true, element: <Navigate to={joinPath(n.path, children[0].path)} replace /> }] : []),
+          ...(children[0]
+            ? [{ index: true, element: <Navigate to={joinPath(n.path, children[0].path)} replace /> }]
+            : []),
           ...children.map((c) => leaf(c, joinPath(n.path, c.path), set)),
         ],
       };

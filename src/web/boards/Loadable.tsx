@@ -3,8 +3,8 @@
 // refresh never flashes an empty list.
 import type { ReactNode } from 'react';
 import { useTranslation } from 'react-i18next';
+import { dataOf, type Req } from '#web/boards/store.ts';
 import { Alert, Button, Spinner } from '#web/components/ui.tsx';
-import { dataOf, type Req } from '#web/state/devices.ts';
 
 export function Loadable<T>({
   req,

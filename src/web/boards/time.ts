@@ -1,7 +1,8 @@
 // Time words of the device pages: a lease's time left (live countdown) and dates, through Intl and the
 // current i18next language so zh, en and ja each read naturally.
-import { useEffect, useState } from 'react';
+
 import type { TFunction } from 'i18next';
+import { useEffect, useState } from 'react';
 
 /** Milliseconds split into the units the countdown shows. */
 export function splitDuration(ms: number): { d: number; h: number; m: number; s: number } {
