@@ -1,14 +1,15 @@
 // One driver suite, run against both drivers: a real bubblewrap sandbox (local) and a real OpenSSH
 // server on loopback (ssh).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localDriverOptions, sshDriverOptions } from '#shared/boards.ts';
 import { type BoardDriver, DriverError, type PtyHandle } from '#server/boards/driver.ts';
 import { LocalDriver } from '#server/boards/local/local-driver.ts';
 import { shQuote } from '#server/boards/ssh/quote.ts';
 import { SshDriver } from '#server/boards/ssh/ssh-driver.ts';
+import { localDriverOptions, sshDriverOptions } from '#shared/boards.ts';
 import { startSshd, type TestSshd } from './helpers/sshd.ts';
 
 interface Fixture {
@@ -200,11 +201,17 @@ describe.each([
   });
 
   it('refuses paths that climb out of the board root', async () => {
-    for (const bad of ['../etc/passwd', '/../../etc/passwd', `${p('a')}/../../../../../..${f.siblingSecret}`]) {
+    for (const bad of [
+      '../etc/passwd',
+      '/../../etc/passwd',
+      `${p('a')}/../../../../../..${f.siblingSecret}`,
+    ]) {
       expect(await errorKey(f.driver.files.read(bad))).toBe('path.outside_root');
       expect(await errorKey(f.driver.files.write(bad, 'x'))).toBe('path.outside_root');
     }
-    expect(await errorKey(f.driver.files.read(`../${path.basename(path.dirname(f.siblingSecret))}/secret`))).toBe('path.outside_root');
+    expect(
+      await errorKey(f.driver.files.read(`../${path.basename(path.dirname(f.siblingSecret))}/secret`)),
+    ).toBe('path.outside_root');
   });
 
   it('refuses NUL bytes, names over 255 bytes and paths over 4096 bytes', async () => {
@@ -233,10 +240,12 @@ describe.each([
       if (kind === 'ssh') expect(got).toBe('path.outside_root');
       else if (link !== 'pw-link') expect(got).toBe('path.not_found');
       // A board may write its own /etc/passwd; links that point at host files must fail.
-      if (link !== 'pw-link') expect(await errorKey(f.driver.files.write(p(link), 'pwned'))).not.toBe('no error');
+      if (link !== 'pw-link')
+        expect(await errorKey(f.driver.files.write(p(link), 'pwned'))).not.toBe('no error');
     }
     expect(fs.readFileSync(f.siblingSecret, 'utf8')).toBe(SECRET);
-    if (kind === 'ssh') expect(await errorKey(f.driver.files.write(p('dir-link/escaped'), 'x'))).toBe('path.outside_root');
+    if (kind === 'ssh')
+      expect(await errorKey(f.driver.files.write(p('dir-link/escaped'), 'x'))).toBe('path.outside_root');
     else {
       // The climb ends at the board's own /tmp: the write lands there, inside the board.
       await f.driver.files.write(p('dir-link/escaped'), 'x');
@@ -262,16 +271,17 @@ describe.each([
     expect(await rl('dir-out')).toBe(`${climb}tmp`);
     // Only the last component is left unfollowed: a parent that leaves the root is refused (ssh), or
     // resolves inside the board, where the climb ends at its own /tmp (local).
-    expect(await errorKey(f.driver.files.readlink(p('links/dir-out/anything')))).toBe(kind === 'ssh' ? 'path.outside_root' : 'path.not_found');
-    expect(await errorKey(f.driver.files.readlink(`../${path.basename(path.dirname(f.siblingSecret))}/secret`))).toBe('path.outside_root');
+    expect(await errorKey(f.driver.files.readlink(p('links/dir-out/anything')))).toBe(
+      kind === 'ssh' ? 'path.outside_root' : 'path.not_found',
+    );
+    expect(
+      await errorKey(f.driver.files.readlink(`../${path.basename(path.dirname(f.siblingSecret))}/secret`)),
+    ).toBe('path.outside_root');
     expect(await errorKey(rl('plain.txt'))).toBe('path.invalid');
     expect(await errorKey(rl('missing'))).toBe('path.not_found');
-    expect((await f.driver.files.list(p('links'))).filter((e) => e.type === 'symlink').map((e) => e.name)).toEqual([
-      'abs-out',
-      'dir-out',
-      'near',
-      'rel-out',
-    ]);
+    expect(
+      (await f.driver.files.list(p('links'))).filter((e) => e.type === 'symlink').map((e) => e.name),
+    ).toEqual(['abs-out', 'dir-out', 'near', 'rel-out']);
     await f.driver.files.remove(p('links'), { recursive: true });
     expect(fs.readFileSync(f.siblingSecret, 'utf8')).toBe(SECRET);
   });
@@ -327,7 +337,9 @@ describe('a local board sandbox', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-sbx-'));
     fs.mkdirSync(path.join(dir, 'plugins'));
-    fs.writeFileSync(path.join(dir, 'plugins', 'echo-args'), '#!/bin/sh\nprintf "%s|" "$@"; hostname\n', { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, 'plugins', 'echo-args'), '#!/bin/sh\nprintf "%s|" "$@"; hostname\n', {
+      mode: 0o755,
+    });
     driver = new LocalDriver({
       boardId: 'b2',
       name: 'board-t2',
@@ -357,14 +369,20 @@ describe('a local board sandbox', () => {
   it('has no network but loopback', async () => {
     const ifaces = await runInShell(shell, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
     expect(ifaces.trim().split('\n')).toEqual(['lo']);
-    expect(await runInShell(shell, 'ping -c1 -W1 1.1.1.1 >/dev/null 2>&1 && echo reached || echo unreachable')).toBe('unreachable');
+    expect(
+      await runInShell(shell, 'ping -c1 -W1 1.1.1.1 >/dev/null 2>&1 && echo reached || echo unreachable'),
+    ).toBe('unreachable');
   });
 
-  it('runs root with a container runtime\'s default capabilities, only inside its user namespace, and the host /usr read-only', async () => {
+  it("runs root with a container runtime's default capabilities, only inside its user namespace, and the host /usr read-only", async () => {
     // chown, dac_override, fowner, fsetid, kill, setgid, setuid, setpcap, net_bind_service, net_raw,
     // sys_chroot, audit_write, setfcap: no sys_admin, no sys_module, no sys_ptrace.
-    expect(await runInShell(shell, "grep CapEff /proc/self/status | tr -d '\\t'")).toBe('CapEff:00000000a00425fb');
-    expect(await runInShell(shell, "grep CapBnd /proc/self/status | tr -d '\\t'")).toBe('CapBnd:00000000a00425fb');
+    expect(await runInShell(shell, "grep CapEff /proc/self/status | tr -d '\\t'")).toBe(
+      'CapEff:00000000a00425fb',
+    );
+    expect(await runInShell(shell, "grep CapBnd /proc/self/status | tr -d '\\t'")).toBe(
+      'CapBnd:00000000a00425fb',
+    );
     expect(await runInShell(shell, 'cat /proc/self/uid_map | tr -s " "')).toMatch(/^ ?0 \d{10} 65536$/);
     expect(await runInShell(shell, 'touch /usr/x 2>&1 || true')).toContain('Read-only file system');
   });
@@ -402,7 +420,10 @@ describe('a local board sandbox', () => {
   });
 
   it('connects to a TCP port inside the board', async () => {
-    await runInShell(shell, `node -e "require('net').createServer(s=>s.end('hello from board')).listen(5901,'127.0.0.1')" & sleep 0.5`);
+    await runInShell(
+      shell,
+      `node -e "require('net').createServer(s=>s.end('hello from board')).listen(5901,'127.0.0.1')" & sleep 0.5`,
+    );
     const sock = await driver.connectPort(5901);
     const got = await new Promise<string>((resolve) => {
       let t = '';
@@ -419,7 +440,10 @@ describe('a local board sandbox', () => {
     const src = path.join(dir, 'img');
     fs.mkdirSync(path.join(src, 'etc'), { recursive: true });
     fs.mkdirSync(path.join(src, 'root'), { recursive: true });
-    fs.writeFileSync(path.join(src, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n');
+    fs.writeFileSync(
+      path.join(src, 'etc', 'passwd'),
+      'root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n',
+    );
     fs.writeFileSync(path.join(src, 'etc', 'group'), 'root:x:0:\n');
     fs.writeFileSync(path.join(src, 'root', 'flashed.txt'), 'from image');
     const image = path.join(dir, 'image.tar.gz');
@@ -447,7 +471,10 @@ describe('a local board sandbox', () => {
     const chunks: Buffer[] = [];
     for await (const c of pack) chunks.push(c as Buffer);
     fs.writeFileSync(evil, Buffer.concat(chunks));
-    await expect(driver.flash(evil, () => {})).rejects.toMatchObject({ key: 'path.outside_root' });
+    await expect(driver.flash(evil, () => {})).rejects.toMatchObject({
+      key: 'flash.image_invalid',
+      message: expect.stringMatching(/outside|leaves|root/),
+    });
     expect(fs.existsSync('/tmp/bianbu-evil-entry')).toBe(false);
     expect((await driver.files.read('/root/flashed.txt')).toString()).toBe('from image');
     await expect(driver.probe()).resolves.toBeUndefined();
@@ -480,7 +507,11 @@ describe('an ssh board', () => {
   afterAll(() => s?.stop());
 
   it('refuses a host whose key is not the pinned one', async () => {
-    const d = new SshDriver({ boardId: 'x', name: 'x', options: opts({ hostKeyFingerprint: s.otherFingerprint }) });
+    const d = new SshDriver({
+      boardId: 'x',
+      name: 'x',
+      options: opts({ hostKeyFingerprint: s.otherFingerprint }),
+    });
     await d.start();
     await expect(d.probe()).rejects.toMatchObject({ key: 'ssh.host_key_mismatch' });
     await d.stop();
@@ -491,7 +522,11 @@ describe('an ssh board', () => {
     const closed = new SshDriver({ boardId: 'x', name: 'x', options: opts({ port: await freePort() }) });
     await expect(closed.probe()).rejects.toMatchObject({ key: 'ssh.unreachable' });
     // A silent address: nothing answers, the timeout ends the wait.
-    const silent = new SshDriver({ boardId: 'y', name: 'y', options: opts({ host: '10.255.255.1', timeoutMs: 1000 }) });
+    const silent = new SshDriver({
+      boardId: 'y',
+      name: 'y',
+      options: opts({ host: '10.255.255.1', timeoutMs: 1000 }),
+    });
     const t0 = Date.now();
     const key = await silent.probe(1000).then(
       () => 'ok',
@@ -514,11 +549,61 @@ describe('an ssh board', () => {
     await d.stop();
   });
 
+  it('flashes through the lab file command: uploads the image, logs the tool, follows its percent, fails with its output', async () => {
+    const image = path.join(s.dir, '..', `ssh-flash-${process.pid}.img`);
+    fs.writeFileSync(image, crypto.randomBytes(3 * 1024 * 1024));
+    const script =
+      'for p in 10 55 100; do printf "writing %s%%\\r" "$p"; done; echo; echo "verifying image"; echo "verify 100%"; cat "$1" > "$2/flashed.img"';
+    const d = new SshDriver({
+      boardId: 'f',
+      name: 'f',
+      options: opts({ commands: { flash: ['sh', '-c', script, 'flash', '{image}', s.dir] } }),
+    });
+    await d.start();
+    const seen: string[] = [];
+    const logs: string[] = [];
+    await d.flash(image, (p) => {
+      seen.push(`${p.phase}:${p.percent}`);
+      if (p.log) logs.push(p.log);
+    });
+    expect(fs.readFileSync(path.join(s.dir, 'flashed.img')).equals(fs.readFileSync(image))).toBe(true);
+    expect(seen).toContain('writing:50');
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'writing:55',
+        'writing:77',
+        'writing:100',
+        'verifying:100',
+        'booting:0',
+        'done:100',
+      ]),
+    );
+    expect(seen.indexOf('verifying:100')).toBeGreaterThan(seen.indexOf('writing:100'));
+    expect(logs).toEqual(
+      expect.arrayContaining(['writing 10%', 'writing 100%', 'verifying image', 'verify 100%']),
+    );
+    await d.stop();
+    const failing = new SshDriver({
+      boardId: 'g',
+      name: 'g',
+      options: opts({ commands: { flash: ['sh', '-c', 'echo "bad block at 42" >&2; exit 3'] } }),
+    });
+    await failing.start();
+    await expect(failing.flash(image, () => {})).rejects.toMatchObject({
+      key: 'flash.tool_failed',
+      message: expect.stringContaining('bad block at 42'),
+    });
+    await failing.stop();
+    fs.rmSync(image, { force: true });
+  });
+
   it('runs configured commands with hostile values quoted, and forwards ports', async () => {
     const d = new SshDriver({
       boardId: 'q',
       name: 'q',
-      options: opts({ commands: { plugin: ['printf', '%s|'], serial: ['sh', '-c', 'echo "serial of $0"', "it's me"] } }),
+      options: opts({
+        commands: { plugin: ['printf', '%s|'], serial: ['sh', '-c', 'echo "serial of $0"', "it's me"] },
+      }),
     });
     await d.start();
     const hostile = `'; touch ${s.dir}/pwned; echo '$(id)\`id\``;

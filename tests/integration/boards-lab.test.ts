@@ -18,14 +18,18 @@ describe('the board lab', () => {
   let a: TestUser;
   let sshd: TestSshd;
   const clock = new ManualClock();
-  const get = (url: string, who = u) => t.app.inject({ method: 'GET', url, headers: who.headers }).then((r) => r.json());
+  const get = (url: string, who = u) =>
+    t.app.inject({ method: 'GET', url, headers: who.headers }).then((r) => r.json());
   const post = (url: string, payload: object, who = a) =>
     t.app.inject({ method: 'POST', url, headers: who.headers, payload }).then((r) => r.json());
 
   beforeAll(async () => {
     sshd = await startSshd();
     // Probes and samples are driven by the tests, not by timers.
-    t = await makeTestApp({ clock, env: { BIANBU_PROBE_INTERVAL_MS: '600000', BIANBU_METRICS_INTERVAL_MS: '600000' } });
+    t = await makeTestApp({
+      clock,
+      env: { BIANBU_PROBE_INTERVAL_MS: '600000', BIANBU_METRICS_INTERVAL_MS: '600000' },
+    });
     u = await makeUser(t.app);
     a = await makeUser(t.app, { perms: admin });
   });
@@ -35,7 +39,10 @@ describe('the board lab', () => {
   });
 
   it('creates the default local lab of four idle, running boards on first start', async () => {
-    expect(await get('/api/device/store-all-num')).toMatchObject({ code: 20000, data: { total: 4, states: { idle: 4, offline: 0 } } });
+    expect(await get('/api/device/store-all-num')).toMatchObject({
+      code: 20000,
+      data: { total: 4, states: { idle: 4, offline: 0 } },
+    });
     const boards = await t.app.boards.list();
     expect(boards.map((b) => b.name)).toEqual(['board-1', 'board-2', 'board-3', 'board-4']);
     expect(boards[0]).toMatchObject({ driver: 'local', attributes: { arch: 'riscv64', cores: 8 } });
@@ -45,24 +52,41 @@ describe('the board lab', () => {
   });
 
   it('answers the number of boards in a state', async () => {
-    expect(await get('/api/device/store-state-num?state=idle')).toMatchObject({ data: { state: 'idle', total: 4 } });
+    expect(await get('/api/device/store-state-num?state=idle')).toMatchObject({
+      data: { state: 'idle', total: 4 },
+    });
     expect((await get('/api/device/store-state-num?state=sleeping')).code).toBe(40000);
   });
 
   it('finds boards by keyword over name, model and attribute values, with LIKE wildcards taken literally', async () => {
-    expect((await get('/api/device/fuzzy-query?keyword=jupiter')).data).toMatchObject({ total: 1, items: [{ name: 'board-2' }] });
+    expect((await get('/api/device/fuzzy-query?keyword=jupiter')).data).toMatchObject({
+      total: 1,
+      items: [{ name: 'board-2' }],
+    });
     expect((await get('/api/device/fuzzy-query?keyword=riscv')).data.total).toBe(4);
     expect((await get('/api/device/fuzzy-query?keyword=%25')).data.total).toBe(0);
     expect((await get('/api/device/fuzzy-query?keyword=board_')).data.total).toBe(0);
   });
 
   it('filters boards by attributes with paging', async () => {
-    const r = await post('/api/device/filter-device', { page: 1, pageSize: 2, filters: { memoryMb: { min: 8192 } } }, u);
+    const r = await post(
+      '/api/device/filter-device',
+      { page: 1, pageSize: 2, filters: { memoryMb: { min: 8192 } } },
+      u,
+    );
     expect(r.data.total).toBe(3);
     expect(r.data.items.map((b: { name: string }) => b.name)).toEqual(['board-2', 'board-3']);
-    const p2 = await post('/api/device/filter-device', { page: 2, pageSize: 2, filters: { memoryMb: { min: 8192 } } }, u);
+    const p2 = await post(
+      '/api/device/filter-device',
+      { page: 2, pageSize: 2, filters: { memoryMb: { min: 8192 } } },
+      u,
+    );
     expect(p2.data.items.map((b: { name: string }) => b.name)).toEqual(['board-4']);
-    const any = await post('/api/device/filter-device', { filters: { model: ['milk-v jupiter', 'MUSE Pi Pro'], os: 'bianbu 2.0' } }, u);
+    const any = await post(
+      '/api/device/filter-device',
+      { filters: { model: ['milk-v jupiter', 'MUSE Pi Pro'], os: 'bianbu 2.0' } },
+      u,
+    );
     expect(any.data.total).toBe(2);
     const bad = await post('/api/device/filter-device', { filters: { 'x; drop table boards': 1 } }, u);
     expect(bad.code).toBe(40000);
@@ -109,12 +133,17 @@ describe('the board lab', () => {
     const row = (await t.app.boards.row('lab-ssh-1'))!;
     await t.app.boards.probeOne(row);
     expect((await t.app.boards.row('lab-ssh-1'))!.last_seen_at).not.toBeNull();
-    expect((await post('/api/admin/boards/add', { id: 'lab-ssh-1', name: 'x', driver: 'local' })).code).toBe(40900);
+    expect((await post('/api/admin/boards/add', { id: 'lab-ssh-1', name: 'x', driver: 'local' })).code).toBe(
+      40900,
+    );
   });
 
   it('marks a board offline after repeated failed probes and back when it answers', async () => {
     const dead = await freePort();
-    await post('/api/admin/boards/change', { deviceId: 'lab-ssh-1', options: { ...(await sshOpts()), port: dead } });
+    await post('/api/admin/boards/change', {
+      deviceId: 'lab-ssh-1',
+      options: { ...(await sshOpts()), port: dead },
+    });
     for (let i = 0; i < 3; i++) {
       const t0 = Date.now();
       await t.app.boards.probeOne((await t.app.boards.row('lab-ssh-1'))!);
@@ -168,7 +197,9 @@ describe('the board lab', () => {
       ['board-1', { ...recent[0], at: clock.now().getTime() - 23 * 3_600_000 }],
     ]);
     expect(await t.app.boards.pruneMetrics()).toBe(1);
-    expect(await t.app.boards.recentMetrics('board-1', clock.now().getTime() - 48 * 3_600_000)).toHaveLength(2);
+    expect(await t.app.boards.recentMetrics('board-1', clock.now().getTime() - 48 * 3_600_000)).toHaveLength(
+      2,
+    );
   });
 
   it('restores the default image of a board and puts it back in its state', async () => {
@@ -226,7 +257,9 @@ describe('a lab file', () => {
     const file = path.join(dir, 'lab.yaml');
     fs.writeFileSync(file, 'boards:\n  - id: Bad Id\n    name: x\n    driver: local\n');
     const db = await freshStorage();
-    await expect(makeTestApp({ env: { BIANBU_LAB_FILE: file }, storage: db.storage })).rejects.toThrow(/boards\.0\.id/);
+    await expect(makeTestApp({ env: { BIANBU_LAB_FILE: file }, storage: db.storage })).rejects.toThrow(
+      /boards\.0\.id/,
+    );
     await db.storage.close();
     await db.drop();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -2,8 +2,8 @@
 // over SFTP. The same scenarios as the local board.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileScenarios } from './files.scenarios.ts';
 import { startLab } from './files.fixtures.ts';
+import { fileScenarios } from './files.scenarios.ts';
 import { startSshd } from './helpers/sshd.ts';
 
 fileScenarios('ssh', async () => {

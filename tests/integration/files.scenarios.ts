@@ -10,7 +10,6 @@ import iconv from 'iconv-lite';
 import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EDITOR_MAX_BYTES } from '#shared/files.ts';
-import { makeUser } from './helpers/users.ts';
 import {
   type FileLab,
   type Holder,
@@ -24,6 +23,7 @@ import {
   rawRequest,
   rssMiB,
 } from './files.fixtures.ts';
+import { makeUser } from './helpers/users.ts';
 
 const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
 
@@ -85,10 +85,14 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
         );
       const listed = await count('fileBrowser');
       const wrote = await count('fileWrite');
-      for (let i = 0; i < 3; i++) expect((await call('/api/device/file-browser', { path: '/home/user' })).code).toBe(20000);
-      expect((await call('/api/device/file-write', { path: '/home/user/audited.txt', data: 'x' })).code).toBe(20000);
+      for (let i = 0; i < 3; i++)
+        expect((await call('/api/device/file-browser', { path: '/home/user' })).code).toBe(20000);
+      expect((await call('/api/device/file-write', { path: '/home/user/audited.txt', data: 'x' })).code).toBe(
+        20000,
+      );
       const deadline = Date.now() + 5000;
-      while ((await count('fileWrite')) === wrote && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while ((await count('fileWrite')) === wrote && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
       expect(await count('fileWrite')).toBe(wrote + 1);
       expect(await count('fileBrowser')).toBe(listed);
     });
@@ -234,15 +238,27 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       try {
         // A link out of the board: where links resolve inside the board (local), it points at a path
         // the board does not have; where the service resolves them (ssh), it leaves the root.
-        const [escKey, escStatus] = lab.linksResolveInBoard ? ['path.not_found', 404] : ['path.outside_root', 400];
+        const [escKey, escStatus] = lab.linksResolveInBoard
+          ? ['path.not_found', 404]
+          : ['path.outside_root', 400];
         const cases: [string, Record<string, unknown>, string, number][] = [
-          ['/api/device/file-read', { path: '../../etc/passwd', dir: '/home/user/..' }, 'path.outside_root', 400],
+          [
+            '/api/device/file-read',
+            { path: '../../etc/passwd', dir: '/home/user/..' },
+            'path.outside_root',
+            400,
+          ],
           ['/api/device/file-read', { path: '/../../../etc/passwd' }, 'path.outside_root', 400],
           ['/api/device/file-browser', { path: '/home/user/escape' }, escKey, escStatus],
           ['/api/device/file-read', { path: '/home/user/escape/secret' }, escKey, escStatus],
           ['/api/device/file-write', { path: '/home/user/escape/pwned', data: 'x' }, escKey, escStatus],
           ['/api/device/remove-file', { path: '/home/user/escape/secret' }, escKey, escStatus],
-          ['/api/device/file-rename', { path: '/home/user/conflict.txt', to: '/home/user/escape/moved' }, escKey, escStatus],
+          [
+            '/api/device/file-rename',
+            { path: '/home/user/conflict.txt', to: '/home/user/escape/moved' },
+            escKey,
+            escStatus,
+          ],
           ['/api/device/file-mkdir', { path: '/home/user/escape/newdir' }, escKey, escStatus],
         ];
         for (const [url, payload, key, status] of cases) {
@@ -521,7 +537,11 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       const filler = onBoard('/home/user/filler.bin');
       if (lab.linksResolveInBoard) {
         const st = fs.statfsSync(lab.hostRoot);
-        execFileSync('fallocate', ['-l', String(Math.max(0, st.bavail * st.bsize - 4 * 1024 * 1024)), filler]);
+        execFileSync('fallocate', [
+          '-l',
+          String(Math.max(0, st.bavail * st.bsize - 4 * 1024 * 1024)),
+          filler,
+        ]);
       } else execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', small]);
       try {
         fs.writeFileSync(path.join(small, 'target.bin'), 'old bytes');

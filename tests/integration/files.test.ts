@@ -1,8 +1,8 @@
 // Files on a local board: a bubblewrap sandbox whose root is its own file system, served by an SFTP
 // server running inside the board.
 import type { LocalDriver } from '#server/boards/local/local-driver.ts';
-import { fileScenarios } from './files.scenarios.ts';
 import { startLab } from './files.fixtures.ts';
+import { fileScenarios } from './files.scenarios.ts';
 
 fileScenarios('local', () =>
   startLab(

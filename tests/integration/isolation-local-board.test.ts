@@ -8,11 +8,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localDriverOptions } from '#shared/boards.ts';
 import { DriverError, type PtyHandle } from '#server/boards/driver.ts';
 import { hostSupport } from '#server/boards/local/host-support.ts';
 import { LocalDriver } from '#server/boards/local/local-driver.ts';
 import { UID_BASE } from '#server/boards/local/uid-slots.ts';
+import { localDriverOptions } from '#shared/boards.ts';
 
 const host = hostSupport();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-iso-'));
@@ -168,6 +168,15 @@ describe('a local board is not the host', () => {
     expect(r.out).not.toContain('db-secret-91ea');
     expect(r.out).not.toContain('BIANBU_');
   });
+
+  it('a folder with more names than a listing answers is listed up to the bound and removed in batches (the board chooses the sizes of its folders)', async () => {
+    // 25,000 names: more than a listing answers (20,000) and many removal batches.
+    await sh(a, 'mkdir -p /root/many && cd /root/many && seq 1 25000 | xargs touch', 120_000);
+    const list = await a.files.list('/root/many');
+    expect(list).toHaveLength(20_000);
+    await a.files.remove('/root/many', { recursive: true });
+    await expect(a.files.stat('/root/many')).rejects.toMatchObject({ key: 'path.not_found' });
+  }, 180_000);
 
   it('power reset never follows links the board planted', async () => {
     const hostFile = path.join(work, `host-file-${crypto.randomBytes(3).toString('hex')}`);

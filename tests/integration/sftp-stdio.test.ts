@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BoardDriver, DriverError } from '#server/boards/driver.ts';
 import { sftpFiles } from '#server/boards/sftp/sftp-files.ts';
 import { SftpReadStream, SftpWriteStream } from '#server/boards/sftp/sftp-streams.ts';
-import { openSftpOverStdio } from '#server/boards/sftp/stdio-sftp.ts';
+import { bulkOf, openSftpOverStdio } from '#server/boards/sftp/stdio-sftp.ts';
 import { isTempName, TempJournal } from '#server/boards/sftp/temp-journal.ts';
 
 const SFTP_SERVER = '/usr/lib/openssh/sftp-server';
@@ -45,15 +45,27 @@ function serverPool(cwd: string) {
   const spawnOne = () => {
     const child = spawn(SFTP_SERVER, ['-e'], { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     children.push(child);
-    // Counts the times the pipe to the server was full (the adapter must then hold packets back).
+    // Counts the times the pipe to the server was full (the adapter must then hold packets back). A
+    // packet written in pieces under cork() counts as begun when its first piece went.
     const stdin = child.stdin as Writable;
     const write = stdin.write.bind(stdin) as (chunk: Buffer) => boolean;
+    const cork = stdin.cork.bind(stdin);
+    const uncork = stdin.uncork.bind(stdin);
     let full = false;
+    let corked: { fullAtStart: boolean } | null = null;
     stdin.on('drain', () => {
       full = false;
     });
+    stdin.cork = () => {
+      corked = { fullAtStart: full };
+      cork();
+    };
+    stdin.uncork = () => {
+      corked = null;
+      uncork();
+    };
     stdin.write = ((chunk: Buffer) => {
-      if (full) writesWhileFull++;
+      if (corked ? corked.fullAtStart : full) writesWhileFull++;
       const more = write(chunk);
       if (!more) {
         pipeFull++;
@@ -381,6 +393,89 @@ describe('sftp files over a host-run sftp-server', () => {
     expect(fs.readFileSync(path.join(dir, 'notes.txt'), 'utf8')).toBe('not ours');
     expect(await next.entries()).toEqual([]);
     expect(await new TempJournal(file).entries()).toEqual([]);
+  });
+
+  it('takes the copy-free read and write path and stays whole when the answers arrive cut at any byte', async () => {
+    // The server's output re-cut into pieces of 1 to 40 bytes, and now and then a large one, so every
+    // packet header and every DATA answer straddles reads.
+    const child = spawn(SFTP_SERVER, ['-e'], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
+    const cut = new PassThrough();
+    let seed = 7;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
+    (child.stdout as Readable).on('data', (b: Buffer) => {
+      for (let p = 0; p < b.length; ) {
+        const n = rand() % 9 === 0 ? 70_000 : 1 + (rand() % 40);
+        cut.write(b.subarray(p, p + n));
+        p += n;
+      }
+    });
+    (child.stdout as Readable).on('end', () => cut.end());
+    const s = await openSftpOverStdio({
+      stdin: child.stdin as Writable,
+      stdout: cut,
+      kill: () => child.kill('SIGKILL'),
+    });
+    try {
+      expect(bulkOf(s)).toBeDefined();
+      const cutFiles = sftpFiles({ sftp: async () => s, rootDir: root, timeoutMs: 15_000 });
+      fs.mkdirSync(onRoot('cut'));
+      const data = crypto.randomBytes(3 * 1024 * 1024 + 4321);
+      const sink = await cutFiles.createWriteStream('/cut/blob');
+      // Writes of odd sizes: requests are made of slices of several of them.
+      await pipeline(async function* () {
+        for (let off = 0; off < data.length; off += 10_007) yield data.subarray(off, off + 10_007);
+      }, sink.stream);
+      await sink.commit();
+      expect(sha(fs.readFileSync(onRoot('cut/blob')))).toBe(sha(data));
+      const parts: Buffer[] = [];
+      for await (const c of await cutFiles.createReadStream('/cut/blob')) parts.push(c as Buffer);
+      expect(sha(Buffer.concat(parts))).toBe(sha(data));
+      // Other calls between and after, through ssh2's own parser on the same cut stream.
+      expect((await cutFiles.list('/cut')).map((e) => e.name)).toEqual(['blob']);
+      expect(await errorKey(cutFiles.createReadStream('/cut/none'))).toBe('path.not_found');
+      await cutFiles.remove('/cut', { recursive: true });
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('fails a read whose answer the server never finished, and the stream with it', async () => {
+    fs.mkdirSync(onRoot('half'));
+    fs.writeFileSync(onRoot('half/blob'), crypto.randomBytes(4 * 1024 * 1024));
+    const child = spawn(SFTP_SERVER, ['-e'], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
+    // The server's output stops in the middle of the first DATA answer, then the server dies.
+    const out = new PassThrough();
+    let passed = 0;
+    let stop = Number.POSITIVE_INFINITY;
+    (child.stdout as Readable).on('data', (b: Buffer) => {
+      const room = stop - passed;
+      if (room <= 0) return;
+      out.write(room >= b.length ? b : b.subarray(0, room));
+      passed += Math.min(room, b.length);
+      if (passed >= stop) child.kill('SIGKILL');
+    });
+    (child.stdout as Readable).on('end', () => out.end());
+    const s = await openSftpOverStdio({
+      stdin: child.stdin as Writable,
+      stdout: out,
+      kill: () => child.kill('SIGKILL'),
+    });
+    const halfFiles = sftpFiles({ sftp: async () => s, rootDir: root, timeoutMs: 15_000 });
+    const stream = await halfFiles.createReadStream('/half/blob');
+    stop = passed + 100_000;
+    const failed = await (async () => {
+      for await (const _ of stream) {
+        // drained
+      }
+    })().then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(failed).toBeInstanceOf(Error);
+    fs.rmSync(onRoot('half'), { recursive: true });
   });
 
   it('fails calls at once, not forever, after the server ended, and the handshake when it never answers', async () => {

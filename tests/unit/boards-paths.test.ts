@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { likePattern } from '#server/boards/catalogue.ts';
 import type { DriverError } from '#server/boards/driver.ts';
 import { isWithin, normaliseBoardPath, resolveInRoot, splitBoardPath } from '#server/boards/paths.ts';
-import { likePattern } from '#server/boards/catalogue.ts';
 
 const keyOf = (fn: () => unknown) => {
   try {
@@ -80,7 +80,10 @@ describe('resolving inside a root', () => {
   it('follows links inside the root and reports missing files', async () => {
     expect((await resolveInRoot(root, '/etc-link/passwd')).boardPath).toBe('/etc/passwd');
     await expect(resolveInRoot(root, '/etc/none')).rejects.toMatchObject({ key: 'path.not_found' });
-    expect(await resolveInRoot(root, '/etc/none', { allowMissing: true })).toMatchObject({ exists: false, boardPath: '/etc/none' });
+    expect(await resolveInRoot(root, '/etc/none', { allowMissing: true })).toMatchObject({
+      exists: false,
+      boardPath: '/etc/none',
+    });
   });
 
   it('stops at symlink loops', async () => {
@@ -88,7 +91,9 @@ describe('resolving inside a root', () => {
   });
 
   it('answers the link itself when asked not to follow it', async () => {
-    expect((await resolveInRoot(root, '/sibling', { followFinal: false })).hostPath).toBe(path.join(root, 'sibling'));
+    expect((await resolveInRoot(root, '/sibling', { followFinal: false })).hostPath).toBe(
+      path.join(root, 'sibling'),
+    );
   });
 });
 

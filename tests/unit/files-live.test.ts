@@ -6,7 +6,11 @@ import type { FileEntryDto } from '#shared/files.ts';
 import { refreshWatched, sameListing, startTreeWatch, watchedFolders } from '#web/files/live.ts';
 import type { TreeState } from '#web/files/state.ts';
 
-const entry = (path: string, type: FileEntryDto['type'] = 'file', over: Partial<FileEntryDto> = {}): FileEntryDto => ({
+const entry = (
+  path: string,
+  type: FileEntryDto['type'] = 'file',
+  over: Partial<FileEntryDto> = {},
+): FileEntryDto => ({
   name: path.slice(path.lastIndexOf('/') + 1),
   path,
   type,
@@ -62,7 +66,12 @@ describe('watchedFolders', () => {
   it('watches the root and the expanded folders reachable from it, and nothing collapsed or unloaded', () => {
     const tree = makeTree(
       {
-        '/root': [entry('/root/a', 'dir'), entry('/root/b', 'dir'), entry('/root/link', 'symlink'), entry('/root/f.txt')],
+        '/root': [
+          entry('/root/a', 'dir'),
+          entry('/root/b', 'dir'),
+          entry('/root/link', 'symlink'),
+          entry('/root/f.txt'),
+        ],
         '/root/a': [entry('/root/a/deep', 'dir')],
         '/root/a/deep': [],
         '/root/b': [entry('/root/b/inner', 'dir')],

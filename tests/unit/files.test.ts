@@ -2,8 +2,8 @@
 // text encoding detection and encoding, and the tree's mode column.
 import iconv from 'iconv-lite';
 import { describe, expect, it } from 'vitest';
-import { boardPath, fileName, isProtectedPath, normalizeBoardPath } from '#shared/files.ts';
 import { decodeText, encodeText, looksBinary } from '#server/files/codec.ts';
+import { boardPath, fileName, isProtectedPath, normalizeBoardPath } from '#shared/files.ts';
 import { modeString } from '#web/files/format.ts';
 
 describe('board paths', () => {

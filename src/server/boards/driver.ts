@@ -35,6 +35,11 @@ export interface PtySize {
 
 /** A PTY on the board: a login shell or the board's serial console. */
 export interface PtyHandle {
+  /**
+   * Host pid of the program the PTY runs, when it runs on this host (local boards): the shells
+   * feature reads its descendants' job state from the host's /proc (src/server/shells/foreground.ts).
+   */
+  readonly hostPid?: number;
   write(data: string | Buffer): void;
   resize(size: PtySize): void;
   /** Output bytes as they come. Pausing/resuming applies backpressure to the program (flow control). */
@@ -69,7 +74,20 @@ export interface MetricsSample {
 
 export interface FlashProgress {
   phase: 'preparing' | 'writing' | 'verifying' | 'booting' | 'done';
+  /** 0..100 within the phase. */
   percent: number;
+  /** Bytes of the phase done and in all, when the driver counts them. */
+  bytesDone?: number;
+  bytesTotal?: number;
+  /** A line for the job's log. */
+  log?: string;
+}
+
+export interface FlashOptions {
+  /** Aborts the flash while it has not swapped the new image in; the board keeps its old one. */
+  signal?: AbortSignal;
+  /** What the serial console names as the image being booted. */
+  label?: string;
 }
 
 export interface BoardDriver {
@@ -103,15 +121,21 @@ export interface BoardDriver {
     readlink(path: string): Promise<string>;
     createReadStream(path: string): Promise<Readable>;
     /** Writes to a temporary file; `commit()` renames it into place, `abort()` removes it. */
-    createWriteStream(path: string): Promise<{ stream: Writable; commit(): Promise<void>; abort(): Promise<void> }>;
+    createWriteStream(
+      path: string,
+    ): Promise<{ stream: Writable; commit(): Promise<void>; abort(): Promise<void> }>;
     /** Free bytes on the filesystem holding `path`. */
     freeSpace(path: string): Promise<number>;
   };
 
   sampleMetrics(): Promise<MetricsSample>;
   powerReset(): Promise<void>;
-  /** `image` is a host path to a tar or tar.gz archive of a root file system. */
-  flash(image: string, onProgress: (p: FlashProgress) => void): Promise<void>;
+  /**
+   * `image` is a host path to a tar or tar.gz archive of a root file system. Phases: writing, then
+   * verifying (what was written is read back and compared with the image), then booting; the promise
+   * settles once the board runs the new image, or, on failure, the previous one.
+   */
+  flash(image: string, onProgress: (p: FlashProgress) => void, opts?: FlashOptions): Promise<void>;
   /**
    * Puts the board back to its default image (lease expiry): local boards get a fresh default root,
    * ssh boards run their configured reimage command. Processes end; the board boots again.
@@ -120,4 +144,10 @@ export interface BoardDriver {
   callPlugin(topic: string, data: string, nodeId: string): Promise<string>;
   /** A TCP stream to a port of the board (VNC 5900, code-server 8080); capability `vnc` / `codeServer`. */
   connectPort(port: number): Promise<import('node:stream').Duplex>;
+  /**
+   * A stream to the board's VNC (RFB) server where the driver reaches it otherwise than by a TCP port
+   * (local boards: a unix socket inside the board, their desktop started on first use). Drivers
+   * without it are reached by `connectPort` at the board's VNC port.
+   */
+  connectVnc?(): Promise<import('node:stream').Duplex>;
 }

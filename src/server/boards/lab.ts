@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
 import {
   type AdminBoardDto,
   type BoardDeclaration,
@@ -17,13 +18,12 @@ import {
   sshDriverOptions,
 } from '#shared/boards.ts';
 import { ResultCode } from '#shared/codes.ts';
-import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
 import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
 import { defaultLab, readLabFile } from './labfile.ts';
 import { hostSupport } from './local/host-support.ts';
 import { LocalDriver } from './local/local-driver.ts';
-import { SshDriver } from './ssh/ssh-driver.ts';
 import { readMetricsSince } from './metrics-store.ts';
+import { SshDriver } from './ssh/ssh-driver.ts';
 
 export interface BoardRow {
   id: string;
@@ -59,15 +59,28 @@ const BUSY_STATES: ReadonlySet<string> = new Set([BoardState.flashing, BoardStat
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
 export function toBoardDto(r: BoardRow): BoardDto {
-  return { deviceId: r.id, name: r.name, model: r.model, attributes: r.attributes ?? {}, state: r.state, driver: r.driver };
+  return {
+    deviceId: r.id,
+    name: r.name,
+    model: r.model,
+    attributes: r.attributes ?? {},
+    state: r.state,
+    driver: r.driver,
+  };
 }
 
 export function redactOptions(options: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(options ?? {}).map(([k, v]) => [k, SECRET_KEYS.has(k) ? v != null && v !== '' : v]));
+  return Object.fromEntries(
+    Object.entries(options ?? {}).map(([k, v]) => [k, SECRET_KEYS.has(k) ? v != null && v !== '' : v]),
+  );
 }
 
 /** Runs `fn` over `items` with at most `limit` at a time. */
-async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {
@@ -119,7 +132,9 @@ export class BoardLab {
     } else if (host.missing.length) {
       for (const m of host.missing) this.app.log.warn(`local boards: limit not enforced here — ${m}`);
     } else {
-      this.app.log.info('local boards: own user namespace and host uid range each; memory, process and CPU limits by cgroups; disk limit by ext4 images');
+      this.app.log.info(
+        'local boards: own user namespace and host uid range each; memory, process and CPU limits by cgroups; disk limit by ext4 images',
+      );
     }
     await this.applyLab();
     fs.mkdirSync(this.pluginsDir, { recursive: true });
@@ -174,7 +189,10 @@ export class BoardLab {
     await this.db.query(
       `insert into boards (id, name, model, attributes, driver, driver_options, source)
        values ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7)
-       on conflict (id) do update set name = excluded.name, model = excluded.model, attributes = excluded.attributes,
+       on conflict (id) do update set name = excluded.name, model = excluded.model,
+         attributes = case when boards.image_os is null then excluded.attributes
+                           else jsonb_set(excluded.attributes, '{os}', to_jsonb(boards.image_os)) end,
+         declared_os = case when boards.image_os is null then null else excluded.attributes->>'os' end,
          driver = excluded.driver, driver_options = excluded.driver_options, source = excluded.source,
          retired_at = null, updated_at = now()`,
       [b.id, b.name, b.model, JSON.stringify(b.attributes), b.driver, JSON.stringify(b.options), source],
@@ -184,7 +202,8 @@ export class BoardLab {
   }
 
   private driverFor(r: BoardRow): BoardDriver {
-    const log = (msg: string, extra?: Record<string, unknown>) => this.app.log.warn({ boardId: r.id, ...extra }, msg);
+    const log = (msg: string, extra?: Record<string, unknown>) =>
+      this.app.log.warn({ boardId: r.id, ...extra }, msg);
     if (r.driver === 'local') {
       const cores = typeof r.attributes.cores === 'number' ? r.attributes.cores : undefined;
       return new LocalDriver({
@@ -199,7 +218,13 @@ export class BoardLab {
         log,
       });
     }
-    return new SshDriver({ boardId: r.id, name: r.name, options: sshDriverOptions.parse(r.driver_options), log });
+    return new SshDriver({
+      boardId: r.id,
+      name: r.name,
+      options: sshDriverOptions.parse(r.driver_options),
+      boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
+      log,
+    });
   }
 
   private async startDriver(r: BoardRow): Promise<void> {
@@ -288,7 +313,12 @@ export class BoardLab {
   driver(boardId: string): BoardDriver {
     const d = this.drivers.get(boardId);
     if (d) return d;
-    throw new AppError(503, ResultCode.Unavailable, BoardErrorKey.offline, `Board ${boardId} is offline or unknown`);
+    throw new AppError(
+      503,
+      ResultCode.Unavailable,
+      BoardErrorKey.offline,
+      `Board ${boardId} is offline or unknown`,
+    );
   }
 
   /** The driver if there is one, without throwing (probes, tests). */
@@ -324,25 +354,40 @@ export class BoardLab {
       if (!(await this.get(boardId))) throw notFound(`Board ${boardId} not found`, BoardErrorKey.unknown);
       return null;
     }
-    const change: StateChange = { boardId, from: rows[0].from_state, to, reason, at: iso(rows[0].at) as string };
+    const change: StateChange = {
+      boardId,
+      from: rows[0].from_state,
+      to,
+      reason,
+      at: iso(rows[0].at) as string,
+    };
     await this.event(boardId, 'state', change.from, to, reason);
     this.events.emit('state', change);
     return change;
   }
 
-  private async event(boardId: string, kind: string, from: string | null, to: string | null, reason: string | null) {
-    await this.db.query('insert into board_events (board_id, kind, from_state, to_state, reason) values ($1, $2, $3, $4, $5)', [
-      boardId,
-      kind,
-      from,
-      to,
-      reason,
-    ]);
+  private async event(
+    boardId: string,
+    kind: string,
+    from: string | null,
+    to: string | null,
+    reason: string | null,
+  ) {
+    await this.db.query(
+      'insert into board_events (board_id, kind, from_state, to_state, reason) values ($1, $2, $3, $4, $5)',
+      [boardId, kind, from, to, reason],
+    );
   }
 
   /** The state history of a board, newest first. */
   async history(boardId: string, limit = 50) {
-    return this.db.query<{ at: Date; kind: string; from_state: string | null; to_state: string | null; reason: string | null }>(
+    return this.db.query<{
+      at: Date;
+      kind: string;
+      from_state: string | null;
+      to_state: string | null;
+      reason: string | null;
+    }>(
       'select at, kind, from_state, to_state, reason from board_events where board_id = $1 order by id desc limit $2',
       [boardId, limit],
     );
@@ -353,7 +398,12 @@ export class BoardLab {
     if (on) await this.setState(boardId, BoardState.maintenance, reason || 'maintenance');
     else if (r.state === BoardState.maintenance) {
       const healthy = this.drivers.has(boardId) && r.consecutive_failures < OFFLINE_AFTER_FAILURES;
-      await this.transition(boardId, [BoardState.maintenance], healthy ? BoardState.idle : BoardState.offline, reason || 'maintenance over');
+      await this.transition(
+        boardId,
+        [BoardState.maintenance],
+        healthy ? BoardState.idle : BoardState.offline,
+        reason || 'maintenance over',
+      );
     }
     return this.mustRow(boardId);
   }
@@ -368,12 +418,30 @@ export class BoardLab {
     await this.setState(boardId, BoardState.resetting, 'restoring the default image');
     try {
       await d.restoreDefault();
-      await this.transition(boardId, [BoardState.resetting], before === BoardState.resetting ? BoardState.idle : before, 'default image restored');
+      // The board runs its default image again: its os attribute is the declared one again.
+      await this.db.query(
+        `update boards set attributes = case when declared_os is null then attributes - 'os'
+                                             else jsonb_set(attributes, '{os}', to_jsonb(declared_os)) end,
+                           image_os = null, declared_os = null
+          where id = $1 and image_os is not null`,
+        [boardId],
+      );
+      await this.transition(
+        boardId,
+        [BoardState.resetting],
+        before === BoardState.resetting ? BoardState.idle : before,
+        'default image restored',
+      );
     } catch (err) {
       const key = err instanceof DriverError ? err.key : BoardErrorKey.driverFailed;
       if (key === BoardErrorKey.unsupported) {
         // A board without a reimage command keeps its files; it is back in service as it was.
-        await this.transition(boardId, [BoardState.resetting], before === BoardState.resetting ? BoardState.idle : before, 'no default image to restore');
+        await this.transition(
+          boardId,
+          [BoardState.resetting],
+          before === BoardState.resetting ? BoardState.idle : before,
+          'no default image to restore',
+        );
         return;
       }
       await this.markHealth(boardId, false, key);
@@ -392,7 +460,8 @@ export class BoardLab {
 
   async add(decl: BoardDeclaration): Promise<BoardRow> {
     const existing = await this.row(decl.id);
-    if (existing && !existing.retired_at) throw conflict(`Board ${decl.id} already exists`, BoardErrorKey.exists);
+    if (existing && !existing.retired_at)
+      throw conflict(`Board ${decl.id} already exists`, BoardErrorKey.exists);
     await this.upsert(decl, 'admin');
     const r = await this.mustRow(decl.id);
     await this.startDriver(r);
@@ -401,14 +470,21 @@ export class BoardLab {
 
   async change(
     id: string,
-    patch: { name?: string; model?: string; attributes?: Record<string, string | number | boolean>; options?: Record<string, unknown> },
+    patch: {
+      name?: string;
+      model?: string;
+      attributes?: Record<string, string | number | boolean>;
+      options?: Record<string, unknown>;
+    },
   ): Promise<BoardRow> {
     const r = await this.mustRow(id);
     let options = r.driver_options;
     if (patch.options) {
       // Secrets left out (or answered as `true` by the list call) are kept.
       const merged: Record<string, unknown> = { ...patch.options };
-      for (const k of SECRET_KEYS) if ((merged[k] === undefined || merged[k] === true) && r.driver_options[k] !== undefined) merged[k] = r.driver_options[k];
+      for (const k of SECRET_KEYS)
+        if ((merged[k] === undefined || merged[k] === true) && r.driver_options[k] !== undefined)
+          merged[k] = r.driver_options[k];
       const schema = r.driver === 'local' ? localDriverOptions : sshDriverOptions;
       const parsed = schema.safeParse(merged);
       if (!parsed.success) {
@@ -421,7 +497,13 @@ export class BoardLab {
     }
     await this.db.query(
       `update boards set name = $2, model = $3, attributes = $4::jsonb, driver_options = $5::jsonb, updated_at = now() where id = $1`,
-      [id, patch.name ?? r.name, patch.model ?? r.model, JSON.stringify(patch.attributes ?? r.attributes), JSON.stringify(options)],
+      [
+        id,
+        patch.name ?? r.name,
+        patch.model ?? r.model,
+        JSON.stringify(patch.attributes ?? r.attributes),
+        JSON.stringify(options),
+      ],
     );
     await this.event(id, 'changed', null, null, Object.keys(patch).join(','));
     const after = await this.mustRow(id);
@@ -456,14 +538,18 @@ export class BoardLab {
       // last_seen_at is written at most every 30 s while healthy: 200 boards must not mean 40 writes a second.
       if (wasFailing || now - h.lastSeenWrite > 30_000) {
         h.lastSeenWrite = now;
-        await this.db.query('update boards set last_seen_at = $2, consecutive_failures = 0, last_error = null where id = $1', [
-          id,
-          new Date(now),
-        ]);
+        await this.db.query(
+          'update boards set last_seen_at = $2, consecutive_failures = 0, last_error = null where id = $1',
+          [id, new Date(now)],
+        );
       }
     } else {
       h.failures++;
-      await this.db.query('update boards set consecutive_failures = $2, last_error = $3 where id = $1', [id, h.failures, error]);
+      await this.db.query('update boards set consecutive_failures = $2, last_error = $3 where id = $1', [
+        id,
+        h.failures,
+        error,
+      ]);
     }
     this.health.set(id, h);
   }
@@ -481,13 +567,23 @@ export class BoardLab {
           [r.id],
         );
         const back = (last?.from_state as BoardState | null) ?? BoardState.idle;
-        await this.transition(r.id, [BoardState.offline], back === BoardState.offline || BUSY_STATES.has(back) ? BoardState.idle : back, 'answers again');
+        await this.transition(
+          r.id,
+          [BoardState.offline],
+          back === BoardState.offline || BUSY_STATES.has(back) ? BoardState.idle : back,
+          'answers again',
+        );
       }
     } catch (err) {
-      const key = err instanceof DriverError ? err.key : err instanceof AppError ? err.key : BoardErrorKey.driverFailed;
+      const key =
+        err instanceof DriverError ? err.key : err instanceof AppError ? err.key : BoardErrorKey.driverFailed;
       await this.markHealth(r.id, false, key);
       const failures = this.health.get(r.id)?.failures ?? 0;
-      if (failures >= OFFLINE_AFTER_FAILURES && r.state !== BoardState.offline && r.state !== BoardState.maintenance) {
+      if (
+        failures >= OFFLINE_AFTER_FAILURES &&
+        r.state !== BoardState.offline &&
+        r.state !== BoardState.maintenance
+      ) {
         await this.transition(r.id, [r.state], BoardState.offline, `${failures} failed probes: ${key}`);
       }
     }
@@ -513,7 +609,9 @@ export class BoardLab {
     if (this.sampling || this.stopped) return 0;
     this.sampling = true;
     try {
-      const rows = (await this.rows()).filter((r) => r.state !== BoardState.offline && !BUSY_STATES.has(r.state));
+      const rows = (await this.rows()).filter(
+        (r) => r.state !== BoardState.offline && !BUSY_STATES.has(r.state),
+      );
       const samples: Array<[string, MetricsSample]> = [];
       await eachLimited(rows, 16, async (r) => {
         const d = this.drivers.get(r.id);
@@ -535,7 +633,17 @@ export class BoardLab {
     const params: unknown[] = [];
     const values = samples.map(([id, s]) => {
       const base = params.length;
-      params.push(id, new Date(s.at), s.cpuPercent, s.memUsed, s.memTotal, s.diskUsed, s.diskTotal, s.netRx, s.netTx);
+      params.push(
+        id,
+        new Date(s.at),
+        s.cpuPercent,
+        s.memUsed,
+        s.memTotal,
+        s.diskUsed,
+        s.diskTotal,
+        s.netRx,
+        s.netTx,
+      );
       return `(${Array.from({ length: 9 }, (_, i) => `$${base + i + 1}`).join(', ')})`;
     });
     await this.db.query(
@@ -567,9 +675,16 @@ export function driverAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof DriverError) {
     const k = err.key;
-    if (k === 'capability.unsupported') return new AppError(501, ResultCode.NotImplementedByDriver, k, err.message);
+    if (k === 'capability.unsupported')
+      return new AppError(501, ResultCode.NotImplementedByDriver, k, err.message);
     if (k === 'path.not_found') return notFound(err.message, k);
-    if (k.startsWith('path.') || k.startsWith('file.') || k.startsWith('plugin.') || k === 'flash.image_invalid') return badRequest(err.message, k);
+    if (
+      k.startsWith('path.') ||
+      k.startsWith('file.') ||
+      k.startsWith('plugin.') ||
+      k === 'flash.image_invalid'
+    )
+      return badRequest(err.message, k);
     if (k === 'board.busy') return conflict(err.message, k);
     return new AppError(503, ResultCode.Unavailable, k, err.message);
   }

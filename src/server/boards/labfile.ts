@@ -3,17 +3,38 @@ import fs from 'node:fs';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { type BoardDeclaration, boardDeclaration } from '#shared/boards.ts';
+import { imageTag } from '#shared/flash.ts';
 
 export const labFileSchema = z
   .object({
     /** Host directory of plugin executables (local boards see it read-only at /opt/bianbu/plugins). */
     pluginsDir: z.string().min(1).optional(),
     boards: z.array(boardDeclaration).default([]),
+    /** Board images for the flash catalogue, by host path (tar or tar.gz of a root file system). */
+    images: z
+      .array(
+        z.object({
+          tag: imageTag,
+          name: z.string().min(1).max(100),
+          osVersion: z.string().max(100).optional(),
+          description: z.string().max(2000).optional(),
+          models: z.array(z.string().max(200)).max(50).optional(),
+          /** A host path, or an http(s) URL the service downloads into <data>/images/lab. */
+          path: z.string().min(1).max(4096).optional(),
+          url: z.url({ protocol: /^https?$/ }).max(4096).optional(),
+          sha256: z
+            .string()
+            .regex(/^[a-fA-F0-9]{64}$/, '64 hex digits')
+            .optional(),
+        }).refine((i) => Boolean(i.path) !== Boolean(i.url), { message: 'give either path or url' }),
+      )
+      .default([]),
   })
   .superRefine((lab, ctx) => {
     const seen = new Set<string>();
     lab.boards.forEach((b, i) => {
-      if (seen.has(b.id)) ctx.addIssue({ code: 'custom', path: ['boards', i, 'id'], message: `duplicate board id ${b.id}` });
+      if (seen.has(b.id))
+        ctx.addIssue({ code: 'custom', path: ['boards', i, 'id'], message: `duplicate board id ${b.id}` });
       seen.add(b.id);
     });
   });

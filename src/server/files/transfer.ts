@@ -9,6 +9,8 @@ import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import tar from 'tar-stream';
+import type { BoardDriver, FileEntry } from '#server/boards/driver.ts';
+import { AppError, badRequest, notFound } from '#server/errors.ts';
 import {
   FileErrorKey,
   fileName,
@@ -16,8 +18,6 @@ import {
   type UploadFileResponse,
   uploadFields,
 } from '#shared/files.ts';
-import type { BoardDriver, FileEntry } from '#server/boards/driver.ts';
-import { AppError, badRequest, notFound } from '#server/errors.ts';
 import { asAppError, guarded, noSpace, resolvePath, transferTimeout } from './files.service.ts';
 
 const aborted = () =>
@@ -110,6 +110,8 @@ export interface UploadOptions {
   driver: BoardDriver;
   applyId: string;
   timeoutMs: number;
+  /** Aborted when the apply closes mid-transfer (src/server/files/inflight.ts); its reason is the answer. */
+  signal?: AbortSignal;
 }
 
 export async function receiveUpload(
@@ -136,6 +138,8 @@ export async function receiveUpload(
     if (!req.raw.complete) fail(aborted());
   };
   req.raw.on('close', onClose);
+  const onAbort = () => fail(opts.signal?.reason);
+  opts.signal?.addEventListener('abort', onAbort);
   const space = { left: Number.POSITIVE_INFINITY };
   let folder: string | null = null;
   try {
@@ -198,6 +202,7 @@ export async function receiveUpload(
   } finally {
     clearTimeout(deadline);
     req.raw.off('close', onClose);
+    opts.signal?.removeEventListener('abort', onAbort);
   }
   if (!done.length) throw badRequest('The upload holds no file', FileErrorKey.uploadField);
   return { files: done };

@@ -1,5 +1,7 @@
 // A real OpenSSH server on loopback for the ssh driver's tests: generated host and client keys, a
-// generated sshd_config, a random port, everything under one temporary directory.
+// generated sshd_config, a random port, everything under one temporary directory. With `user`, it
+// also knows an unprivileged login user of the test's making (no account is added to the host:
+// the server runs in a mount namespace of its own where /etc/passwd and /etc/group name it).
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -53,7 +55,24 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-export async function startSshd(): Promise<TestSshd> {
+/** An unprivileged login user only this sshd knows. */
+export interface SshdUser {
+  name: string;
+  uid: number;
+  gid: number;
+  home: string;
+}
+
+/** Runs argv as `user` on this host (as the board's user would act): its output, or the failure. */
+export function runAs(user: Pick<SshdUser, 'uid' | 'gid'>, argv: string[]): string {
+  return execFileSync(
+    'setpriv',
+    [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...argv],
+    { encoding: 'utf8', cwd: '/' },
+  );
+}
+
+export async function startSshd(opts: { user?: SshdUser } = {}): Promise<TestSshd> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-sshd-'));
   const hostKeyFingerprint = keygen(path.join(dir, 'host_ed25519'));
   const otherFingerprint = keygen(path.join(dir, 'other_ed25519'));
@@ -82,7 +101,37 @@ export async function startSshd(): Promise<TestSshd> {
     ].join('\n'),
   );
   fs.mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
-  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let argv = ['/usr/sbin/sshd', '-D', '-e', '-f', config];
+  const u = opts.user;
+  if (u) {
+    // The user reads its authorized keys itself: the folder is passable, the key list readable.
+    fs.chmodSync(dir, 0o711);
+    fs.chmodSync(path.join(dir, 'authorized_keys'), 0o644);
+    const passwd = path.join(dir, 'passwd');
+    const group = path.join(dir, 'group');
+    fs.writeFileSync(
+      passwd,
+      `${fs.readFileSync('/etc/passwd', 'utf8').trimEnd()}\n${u.name}:x:${u.uid}:${u.gid}::${u.home}:/bin/sh\n`,
+    );
+    fs.writeFileSync(group, `${fs.readFileSync('/etc/group', 'utf8').trimEnd()}\n${u.name}:x:${u.gid}:\n`);
+    fs.chmodSync(passwd, 0o644);
+    fs.chmodSync(group, 0o644);
+    argv = [
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      '/bin/sh',
+      '-c',
+      'mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/group && shift 2 && exec "$@"',
+      'sshd-as-board',
+      passwd,
+      group,
+      ...argv,
+    ];
+  }
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => {
     stderr += b.toString();

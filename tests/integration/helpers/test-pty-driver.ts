@@ -93,14 +93,17 @@ export class TestPtyDriver implements BoardDriver {
   connectPort = async () => this.unsupported();
 }
 
-/** Decorates `app.boards` with test PTY drivers, one per board id. */
+/**
+ * Decorates `app.boards` with test PTY drivers, one per board id; state changes and restores are
+ * no-ops, so the lease lifecycle can run on these boards too.
+ */
 export function testBoardsFeature(): Feature & { drivers: Map<string, TestPtyDriver> } {
   const drivers = new Map<string, TestPtyDriver>();
   return {
     name: 'test-boards',
     drivers,
     setup(app: FastifyInstance) {
-      // Only `driver()` is used by shells; the real board lab is not in these apps.
+      // Shells use `driver()`; the lease lifecycle also sets states and restores boards.
       app.decorate('boards', {
         driver(id: string) {
           let d = drivers.get(id);
@@ -110,6 +113,9 @@ export function testBoardsFeature(): Feature & { drivers: Map<string, TestPtyDri
           }
           return d;
         },
+        setState: async () => null,
+        resetToDefault: async () => null,
+        recentMetrics: async () => [],
       } as never);
     },
     async stop() {

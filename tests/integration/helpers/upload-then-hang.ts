@@ -1,7 +1,8 @@
 // A service that starts a local board, begins an upload into it and never finishes: the test kills
 // it with SIGKILL mid-transfer, as a crash would. Arguments come as JSON in BIANBU_CRASH_BOARD.
-import { localDriverOptions } from '#shared/boards.ts';
+
 import { LocalDriver } from '#server/boards/local/local-driver.ts';
+import { localDriverOptions } from '#shared/boards.ts';
 
 const o = JSON.parse(process.env.BIANBU_CRASH_BOARD ?? '{}');
 const d = new LocalDriver({

@@ -8,6 +8,14 @@
 // unmounts it after the sandbox stopped; `replace()` builds a new image beside the old one (flash,
 // restore) and swaps the two files while the board is down. Where loop devices are not available the
 // root is a plain directory and disk use is measured instead (the start log says so).
+//
+// Nothing already mounted is trusted: `attach()` first removes what a service killed during
+// `replace()` left in the board's directory (`root.new-*` mount points, still mounted, and their
+// `disk.new-*.img` images; `root.old-*` trees), and a mount found at the board's mount point is kept
+// only when it is this board's image (the loop device's backing file is `disk.img`, by device and
+// inode) or, without loop devices, a bind of this board's tree; anything else is unmounted first.
+// The loop device reads and writes its image with direct I/O where the kernel allows, so the board's
+// data is cached once (in the board's own page cache), not a second time as the image's pages.
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -21,31 +29,86 @@ const TOOL_TIMEOUT_MS = 120_000;
 
 async function tool(file: string, args: string[]): Promise<void> {
   try {
-    await run(file, args, { timeout: TOOL_TIMEOUT_MS, killSignal: 'SIGKILL', env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
+    await run(file, args, {
+      timeout: TOOL_TIMEOUT_MS,
+      killSignal: 'SIGKILL',
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    });
   } catch (err) {
     const e = err as { stderr?: string; message: string };
-    throw new DriverError('driver.failed', `${file} ${args[0] ?? ''}: ${(e.stderr || e.message).trim().slice(-300)}`);
+    throw new DriverError(
+      'driver.failed',
+      `${file} ${args[0] ?? ''}: ${(e.stderr || e.message).trim().slice(-300)}`,
+    );
   }
 }
 
-/** Whether `dir` is a mount point (its realpath appears in this process's mountinfo). */
-export function isMountPoint(dir: string): boolean {
+const octal = (v: string) =>
+  v.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+const unOctal = (v: string) =>
+  v.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
+
+interface MountEntry {
+  /** st_dev of the mounted file system, `major:minor`. */
+  majMin: string;
+  fstype: string;
+  source: string;
+}
+
+/** The mounts at `dir` (its realpath) in this process's mountinfo, the topmost (visible) last. */
+function mountsAt(dir: string): MountEntry[] {
   let real: string;
   try {
     real = fs.realpathSync(dir);
   } catch {
-    return false;
+    return [];
   }
-  const escaped = real.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+  const escaped = octal(real);
+  let text: string;
   try {
-    return fs
-      .readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .some((l) => l.split(' ')[4] === escaped);
+    text = fs.readFileSync('/proc/self/mountinfo', 'utf8');
   } catch {
-    return false;
+    return [];
+  }
+  const out: MountEntry[] = [];
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f[4] !== escaped) continue;
+    // After the optional fields: "-", the file system type, the source.
+    const dash = f.indexOf('-', 6);
+    out.push({ majMin: f[2], fstype: f[dash + 1] ?? '', source: unOctal(f[dash + 2] ?? '') });
+  }
+  return out;
+}
+
+/** Whether `dir` is a mount point (its realpath appears in this process's mountinfo). */
+export function isMountPoint(dir: string): boolean {
+  return mountsAt(dir).length > 0;
+}
+
+/** `major:minor` of a device number as Linux encodes it. */
+function majMinOf(dev: number): string {
+  const d = BigInt(dev);
+  const major = ((d >> 8n) & 0xfffn) | ((d >> 32n) & ~0xfffn);
+  const minor = (d & 0xffn) | ((d >> 12n) & ~0xffn);
+  return `${major}:${minor}`;
+}
+
+async function output(file: string, args: string[]): Promise<string> {
+  try {
+    const { stdout } = await run(file, args, {
+      timeout: TOOL_TIMEOUT_MS,
+      killSignal: 'SIGKILL',
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    });
+    return stdout;
+  } catch {
+    return '';
   }
 }
+
+/** Names a service killed during `replace()` leaves in a board's directory. */
+const LEFTOVER = /^(?:root\.new-[0-9a-f]{8}|root\.old-[0-9a-f]{8}|disk\.new-[0-9a-f]{8}\.img)$/;
 
 export interface DiskInit {
   boardDir: string;
@@ -85,17 +148,100 @@ export class BoardDisk {
     // -m 0: no blocks reserved for root (the board's root is not the host's); root_owner gives the
     // file system's root directory to the board's root.
     const owner = `${this.init.ownerBase}:${this.init.ownerBase}`;
-    await tool('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${owner},lazy_itable_init=1,lazy_journal_init=1`, file]);
+    await tool('mkfs.ext4', [
+      '-q',
+      '-F',
+      '-m',
+      '0',
+      '-E',
+      `root_owner=${owner},lazy_itable_init=1,lazy_journal_init=1`,
+      file,
+    ]);
   }
 
+  /**
+   * Mounts `file` (an image, or without loop devices a tree) at `at`. A mount already there is kept
+   * only when it is `file` itself; anything else is unmounted first.
+   */
   private async mount(file: string, at: string): Promise<void> {
     await fs.promises.mkdir(at, { recursive: true, mode: 0o755 });
-    if (isMountPoint(at)) return;
-    if (this.init.loop) await tool('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', file, at]);
-    else {
+    if (isMountPoint(at)) {
+      if (await this.mountedFrom(file, at)) return;
+      await this.unmount(at);
+    }
+    if (this.init.loop) {
+      await tool('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', file, at]);
+      // Direct I/O: the image's pages are not cached a second time by the host. Kernels or file
+      // systems that refuse it keep the loop device buffered; the board works the same.
+      const dev = mountsAt(at).at(-1)?.source;
+      if (dev?.startsWith('/dev/loop')) await tool('losetup', ['--direct-io=on', dev]).catch(() => {});
+    } else {
       await tool('mount', ['--bind', file, at]);
       await tool('mount', ['-o', 'remount,bind,nosuid,nodev', at]);
     }
+  }
+
+  /** Whether the visible mount at `at` is `file`: its loop device's backing file, or a bind of it. */
+  private async mountedFrom(file: string, at: string): Promise<boolean> {
+    const top = mountsAt(at).at(-1);
+    if (!top) return false;
+    let want: fs.Stats;
+    try {
+      want = await fs.promises.lstat(file);
+    } catch {
+      return false;
+    }
+    if (!this.init.loop) {
+      // A bind of the tree shows the tree's own directory at the mount point.
+      const seen = await fs.promises.lstat(at).catch(() => null);
+      return !!seen && seen.dev === want.dev && seen.ino === want.ino && want.isDirectory();
+    }
+    if (top.fstype !== 'ext4' || !/^\/dev\/loop\d+$/.test(top.source)) return false;
+    // The loop device must be the one mounted (its number is the file system's st_dev) and back onto
+    // this very file (device and inode, whole: no offset, no size limit).
+    const dev = await fs.promises.stat(top.source).catch(() => null);
+    if (!dev || majMinOf(dev.rdev) !== top.majMin) return false;
+    const line = (
+      await output('losetup', ['-n', '--raw', '-O', 'BACK-MAJ:MIN,BACK-INO,OFFSET,SIZELIMIT', top.source])
+    ).trim();
+    const [backMajMin, backIno, offset, sizeLimit] = line.split(/\s+/);
+    return (
+      backMajMin === majMinOf(want.dev) &&
+      backIno === String(want.ino) &&
+      Number(offset) === 0 &&
+      Number(sizeLimit) === 0
+    );
+  }
+
+  /**
+   * Removes what a `replace()` cut short by a crash left in the board's directory: fresh roots still
+   * mounted (unmounted first), their images, old trees. Entries are looked at without following
+   * links: a link is removed as a link; a directory that stays mounted is left for the next attach.
+   */
+  private async sweepLeftovers(): Promise<string[]> {
+    const removed: string[] = [];
+    let names: string[];
+    try {
+      names = await fs.promises.readdir(this.init.boardDir);
+    } catch {
+      return removed;
+    }
+    // Mount points first: an image is only worth removing once nothing has it mounted.
+    const order = (n: string) => (n.startsWith('root.') ? 0 : 1);
+    for (const name of names.filter((n) => LEFTOVER.test(n)).sort((a, b) => order(a) - order(b))) {
+      const p = path.join(this.init.boardDir, name);
+      const st = await fs.promises.lstat(p).catch(() => null);
+      if (!st) continue;
+      if (st.isDirectory()) {
+        await this.unmount(p).catch(() => {});
+        if (isMountPoint(p)) continue;
+        await discardTree(p);
+      } else {
+        await fs.promises.unlink(p).catch(() => {});
+      }
+      if (!fs.existsSync(p)) removed.push(name);
+    }
+    return removed;
   }
 
   private async unmount(at: string): Promise<void> {
@@ -113,7 +259,13 @@ export class BoardDisk {
    * Makes the root available at `root`. `populate` writes a fresh default tree into a new, empty
    * root (before any board process exists) and is called only when there was no root yet.
    */
-  async attach(populate: (dir: string) => Promise<void>): Promise<void> {
+  async attach(populate: (dir: string) => Promise<void>): Promise<string[]> {
+    const swept = await this.sweepLeftovers();
+    await this.attachRoot(populate);
+    return swept;
+  }
+
+  private async attachRoot(populate: (dir: string) => Promise<void>): Promise<void> {
     if (!this.init.loop) {
       if (!fs.existsSync(this.tree)) await this.fresh(this.tree, populate);
       await this.mount(this.tree, this.root);

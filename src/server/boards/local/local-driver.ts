@@ -20,25 +20,27 @@ import {
   type BoardDriver,
   Capability,
   DriverError,
+  type FlashOptions,
   type FlashProgress,
   type MetricsSample,
   type PtyHandle,
   type PtySize,
 } from '../driver.ts';
-import { openSftpOverStdio } from '../sftp/stdio-sftp.ts';
 import { sftpFiles } from '../sftp/sftp-files.ts';
+import { openSftpOverStdio } from '../sftp/stdio-sftp.ts';
 import { TempJournal } from '../sftp/temp-journal.ts';
 import { sleep, withTimeout } from '../util.ts';
 import { BoardCgroups } from './cgroups.ts';
 import { BoardDisk, isMountPoint } from './disk.ts';
 import { localFiles } from './files.ts';
 import { hostSupport } from './host-support.ts';
-import { unpackImage } from './image.ts';
+import { boardNode, DESKTOP_PREPARE, DESKTOP_START, hostDesktop, spawnRelay, UNIX_RELAY, VNC_SOCKET } from './desktop.ts';
 import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
 import { bootArgv, bwrapArgs, enterArgv, mapUserNamespace, PATH_ENV } from './sandbox.ts';
 import { SerialConsole } from './serial.ts';
 import { claimIdentity, DEFAULT_SLOT_REGISTRY, shiftOwnership } from './uid-slots.ts';
+import { unpackInWorker } from './unpack.ts';
 
 /** Where plugins appear inside a board (the host's plugins directory, bound read-only). */
 export const PLUGINS_MOUNT = '/opt/bianbu/plugins';
@@ -74,7 +76,9 @@ async function bindPlugins(pluginsDir: string, at: string): Promise<void> {
   if (!fs.existsSync(pluginsDir) || isMountPoint(at)) return;
   fs.mkdirSync(at, { recursive: true, mode: 0o755 });
   const run = (args: string[]) =>
-    new Promise<void>((resolve, reject) => execFile('mount', args, { env: { PATH: PATH_ENV } }, (err) => (err ? reject(err) : resolve())));
+    new Promise<void>((resolve, reject) =>
+      execFile('mount', args, { env: { PATH: PATH_ENV } }, (err) => (err ? reject(err) : resolve())),
+    );
   await run(['--bind', pluginsDir, at]);
   await run(['-o', 'remount,bind,ro,nosuid,nodev', at]);
 }
@@ -98,6 +102,8 @@ export class LocalDriver implements BoardDriver {
   private started: Promise<void> = Promise.resolve();
   private expectedExit = false;
   private swapping = false;
+  /** Settles when the running flash or restore has ended (whatever its outcome); null when none runs. */
+  private swapDone: Promise<void> | null = null;
   private booting: Promise<void> | null = null;
   private lastCpu: { at: number; seconds: number } | null = null;
   /** Disk usage and when it is due for a refresh (boards without a disk image only). */
@@ -111,6 +117,8 @@ export class LocalDriver implements BoardDriver {
   private diskImage: BoardDisk | null = null;
   private sftp: { session: Promise<SFTPWrapper>; child: ChildProcess } | null = null;
   private readonly journal: TempJournal;
+  /** The desktop being (re)started for a VNC connection; concurrent connections wait for the one start. */
+  private desktopStart: Promise<void> | null = null;
   readonly files: BoardDriver['files'];
 
   constructor(private readonly init: LocalBoardInit) {
@@ -174,7 +182,9 @@ export class LocalDriver implements BoardDriver {
       Capability.powerReset,
       Capability.flash,
       Capability.plugin,
-      ...(this.init.sandboxed ? [Capability.vnc, Capability.codeServer] : []),
+      // A desktop needs the host's Xvnc (and node for the relay) under /usr, which boards see.
+      ...(this.init.sandboxed && hostDesktop() && boardNode() ? [Capability.vnc] : []),
+      ...(this.init.sandboxed ? [Capability.codeServer] : []),
     ]);
   }
 
@@ -217,7 +227,11 @@ export class LocalDriver implements BoardDriver {
     this.started = (async () => {
       if (this.init.sandboxed) await this.prepareSandbox();
       else if (!fs.existsSync(this.rootDir)) {
-        createDefaultRoot(this.rootDir, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
+        createDefaultRoot(this.rootDir, {
+          hostname: this.hostname,
+          model: this.init.model,
+          pluginsMount: PLUGINS_MOUNT,
+        });
       }
       await this.boot('power on');
       if (this.init.sandboxed) await this.sweepUploads();
@@ -255,9 +269,34 @@ export class LocalDriver implements BoardDriver {
     });
     this.cgroups.create();
     for (const f of this.cgroups.failures) this.init.log?.(`board limit not enforced: ${f}`);
-    this.diskImage = new BoardDisk({ boardDir: this.init.boardDir, mountAt: this.rootDir, sizeMb: this.init.options.diskQuotaMb, ownerBase: id.base, loop: host.loopDisk });
-    await this.diskImage.attach(async (dir) => this.populateDefault(dir));
+    this.diskImage = new BoardDisk({
+      boardDir: this.init.boardDir,
+      mountAt: this.rootDir,
+      sizeMb: this.init.options.diskQuotaMb,
+      ownerBase: id.base,
+      loop: host.loopDisk,
+    });
+    const swept = await this.diskImage.attach(async (dir) => this.populateDefault(dir));
+    if (swept.length)
+      this.init.log?.('removed leftovers of an interrupted flash or restore', {
+        boardId: this.boardId,
+        entries: swept,
+      });
     if (id.previousBase !== null) shiftOwnership(this.rootDir, id.base, id.previousBase);
+  }
+
+  /** The board's PRETTY_NAME from its /etc/os-release (the board's own text: printable, bounded). */
+  private async osName(): Promise<string> {
+    if (!this.init.sandboxed) return '';
+    const out = await this.runInBoard(
+      ['/bin/sh', '-c', '. /etc/os-release 2>/dev/null; printf %s "$PRETTY_NAME"'],
+      'user',
+      this.timeoutMs,
+    ).catch(() => '');
+    return out
+      .replace(/[^\x20-\x7e\u00a0-\uffff]/gu, '')
+      .slice(0, 80)
+      .trim();
   }
 
   /** Writes the default image into a fresh root no board can see yet, owned by the board's range. */
@@ -270,10 +309,13 @@ export class LocalDriver implements BoardDriver {
     this.stopping = true;
     await this.started.catch(() => {});
     await this.killSandbox();
-    await this.diskImage?.detach().catch((err) => this.init.log?.('board disk did not detach', { err: (err as Error).message }));
+    await this.diskImage
+      ?.detach()
+      .catch((err) => this.init.log?.('board disk did not detach', { err: (err as Error).message }));
     if (this.init.sandboxed) {
       const plugins = path.join(path.dirname(this.rootDir), 'plugins');
-      if (isMountPoint(plugins)) await new Promise((r) => execFile('umount', [plugins], { env: { PATH: PATH_ENV } }, r));
+      if (isMountPoint(plugins))
+        await new Promise((r) => execFile('umount', [plugins], { env: { PATH: PATH_ENV } }, r));
     }
     this.cgroups?.destroy();
   }
@@ -301,9 +343,18 @@ export class LocalDriver implements BoardDriver {
 
   private spawnSandbox(): ChildProcess {
     const bwrap = hostSupport().bwrap;
-    if (!bwrap || this.base === null) throw new DriverError('driver.sandbox_missing', 'bubblewrap (bwrap) is not installed');
+    if (!bwrap || this.base === null)
+      throw new DriverError('driver.sandbox_missing', 'bubblewrap (bwrap) is not installed');
     const plugins = path.join(path.dirname(this.rootDir), 'plugins');
-    const args = bwrapArgs({ hostname: this.hostname, root: this.rootDir, plugins: isMountPoint(plugins) ? plugins : null, pluginsMount: PLUGINS_MOUNT }, true);
+    const args = bwrapArgs(
+      {
+        hostname: this.hostname,
+        root: this.rootDir,
+        plugins: isMountPoint(plugins) ? plugins : null,
+        pluginsMount: PLUGINS_MOUNT,
+      },
+      true,
+    );
     const { file, args: argv } = bootArgv(bwrap, this.base, this.cgroups?.prefix() ?? [], args);
     // A clean environment: nothing of the service's (database URL, admin password) reaches a board.
     return spawn(file, argv, { stdio: ['pipe', 'ignore', 'pipe', 'pipe'], env: { PATH: PATH_ENV } });
@@ -345,7 +396,9 @@ export class LocalDriver implements BoardDriver {
             resolve(JSON.parse(info)['child-pid']);
           } catch {}
         });
-        child.once('exit', (code) => reject(new DriverError('driver.failed', `bwrap exited with ${code}: ${stderr.trim()}`)));
+        child.once('exit', (code) =>
+          reject(new DriverError('driver.failed', `bwrap exited with ${code}: ${stderr.trim()}`)),
+        );
         child.once('spawn', () => {
           mapUserNamespace(child.pid ?? 0, this.base ?? 0, this.timeoutMs).then(
             () => child.stdin?.end('go\n'),
@@ -362,6 +415,7 @@ export class LocalDriver implements BoardDriver {
     this.initPid = pid;
     this.nsKey = this.init.sandboxed ? namespaceOf(pid) : null;
     this.lastCpu = null;
+    let osName = '';
     try {
       // bwrap reports its pid before it has finished setting up; a board is up when a program runs in it.
       const deadline = Date.now() + this.timeoutMs;
@@ -376,18 +430,24 @@ export class LocalDriver implements BoardDriver {
       }
       // The board's own files are set up from inside it, as its root: a link the board planted can
       // only point at another file of the same board.
-      if (this.init.sandboxed) await this.runInBoard(['/bin/sh', '-c', BOOT_SCRIPT, 'boot', this.hostname], 'root', this.timeoutMs);
+      if (this.init.sandboxed)
+        await this.runInBoard(['/bin/sh', '-c', BOOT_SCRIPT, 'boot', this.hostname], 'root', this.timeoutMs);
+      osName = await this.osName();
     } catch (err) {
       child.kill('SIGKILL');
       this.outer = null;
       this.initPid = 0;
-      throw new DriverError('driver.failed', `The board did not boot: ${stderr.trim() || (err as Error).message}`);
+      throw new DriverError(
+        'driver.failed',
+        `The board did not boot: ${stderr.trim() || (err as Error).message}`,
+      );
     }
     child.once('exit', () => {
       if (this.outer === child) {
         this.outer = null;
         this.initPid = 0;
-        if (!this.stopping && !this.expectedExit) this.init.log?.('board sandbox exited', { boardId: this.boardId, stderr: stderr.trim() });
+        if (!this.stopping && !this.expectedExit)
+          this.init.log?.('board sandbox exited', { boardId: this.boardId, stderr: stderr.trim() });
       }
     });
     this.serial.bootLog({
@@ -396,6 +456,7 @@ export class LocalDriver implements BoardDriver {
       memoryMb: this.init.options.memoryMb,
       cores: this.cores(),
       imageNote,
+      osName,
     });
   }
 
@@ -438,7 +499,8 @@ export class LocalDriver implements BoardDriver {
     child.kill('SIGKILL');
     await withTimeout(exited, 5000, 'sandbox stop').catch(() => {});
     // The kernel kills the namespace's members asynchronously; wait until they are gone.
-    for (let i = 0; i < 200 && before.some((m) => isAlive(m) && namespaceOf(m) === this.nsKey); i++) await sleep(10);
+    for (let i = 0; i < 200 && before.some((m) => isAlive(m) && namespaceOf(m) === this.nsKey); i++)
+      await sleep(10);
     killPtys();
     this.outer = null;
     this.initPid = 0;
@@ -450,7 +512,13 @@ export class LocalDriver implements BoardDriver {
     if (!u) throw new DriverError('driver.failed', `Unknown board user ${user}`);
     if (!this.init.sandboxed) {
       const hostCwd = path.join(fs.realpathSync(this.rootDir), cwd);
-      const privs = [...(u.uid ? [`--reuid=${u.uid}`, `--regid=${u.gid}`, '--init-groups'] : []), '--bounding-set=-all', '--inh-caps=-all', '--no-new-privs', '--'];
+      const privs = [
+        ...(u.uid ? [`--reuid=${u.uid}`, `--regid=${u.gid}`, '--init-groups'] : []),
+        '--bounding-set=-all',
+        '--inh-caps=-all',
+        '--no-new-privs',
+        '--',
+      ];
       return { file: '/usr/bin/env', args: ['-C', hostCwd, '--', '/usr/bin/setpriv', ...privs] };
     }
     if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
@@ -485,7 +553,9 @@ export class LocalDriver implements BoardDriver {
     // The PTY node-pty opens lives in the host's devpts, which the board cannot see; `script`
     // opens a second one from the board's own /dev/ptmx so `tty`, job control and programs that
     // need a terminal name work inside the board, and relays between the two (window size included).
-    const inner = this.init.sandboxed ? ['/usr/bin/script', '-qfec', '/bin/bash -l', '/dev/null'] : ['/bin/bash', '-l'];
+    const inner = this.init.sandboxed
+      ? ['/usr/bin/script', '-qfec', '/bin/bash -l', '/dev/null']
+      : ['/bin/bash', '-l'];
     const p = pty.spawn(file, [...args, ...inner], {
       name: env.TERM ?? 'xterm-256color',
       cols: size.cols,
@@ -504,19 +574,36 @@ export class LocalDriver implements BoardDriver {
   }
 
   /** Runs argv inside the board (no shell involved) and answers stdout. */
-  private runInBoard(argv: string[], user: string, timeoutMs: number, maxBuffer = 1024 * 1024): Promise<string> {
+  private runInBoard(
+    argv: string[],
+    user: string,
+    timeoutMs: number,
+    maxBuffer = 1024 * 1024,
+  ): Promise<string> {
     // From /, not the user's home: a board whose /root was removed still answers probes.
     const { file, args } = this.enter(user, '/');
     return new Promise((resolve, reject) => {
       execFile(
         file,
         [...args, ...argv],
-        { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer, env: this.shellEnv(user, {}), encoding: 'utf8' },
+        {
+          timeout: timeoutMs,
+          killSignal: 'SIGKILL',
+          maxBuffer,
+          env: this.shellEnv(user, {}),
+          encoding: 'utf8',
+        },
         (err, stdout, stderr) => {
           if (err) {
             const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: number | string };
             if (e.killed) reject(new DriverError('driver.timeout', `Timed out after ${timeoutMs} ms`));
-            else reject(Object.assign(new DriverError('driver.command_failed', stderr.trim().slice(-500) || e.message), { exitCode: e.code }));
+            else
+              reject(
+                Object.assign(
+                  new DriverError('driver.command_failed', stderr.trim().slice(-500) || e.message),
+                  { exitCode: e.code },
+                ),
+              );
           } else resolve(stdout);
         },
       );
@@ -527,13 +614,25 @@ export class LocalDriver implements BoardDriver {
 
   /** The board's file server: one sftp-server process inside the board, started on first need. */
   private sftpSession(): Promise<SFTPWrapper> {
-    if (this.sftp && this.sftp.child.exitCode === null && this.sftp.child.signalCode === null) return this.sftp.session;
+    if (this.sftp && this.sftp.child.exitCode === null && this.sftp.child.signalCode === null)
+      return this.sftp.session;
     const server = hostSupport().sftpServer;
-    if (!server) return Promise.reject(new DriverError('capability.unsupported', 'OpenSSH sftp-server is not installed on this host'));
-    if (!this.running) return Promise.reject(new DriverError('board.not_running', 'The board is not running'));
+    if (!server)
+      return Promise.reject(
+        new DriverError('capability.unsupported', 'OpenSSH sftp-server is not installed on this host'),
+      );
+    if (!this.running)
+      return Promise.reject(new DriverError('board.not_running', 'The board is not running'));
     const { file, args } = this.enter('root', '/');
-    const child = spawn(file, [...args, server], { stdio: ['pipe', 'pipe', 'ignore'], env: { PATH: PATH_ENV, HOME: '/root' } });
-    const session = openSftpOverStdio({ stdin: child.stdin, stdout: child.stdout, kill: () => child.kill('SIGKILL') });
+    const child = spawn(file, [...args, server], {
+      stdio: ['pipe', 'pipe', 'ignore'],
+      env: { PATH: PATH_ENV, HOME: '/root' },
+    });
+    const session = openSftpOverStdio({
+      stdin: child.stdin,
+      stdout: child.stdout,
+      kill: () => child.kill('SIGKILL'),
+    });
     const entry = { session, child };
     this.sftp = entry;
     child.once('exit', () => {
@@ -560,9 +659,13 @@ export class LocalDriver implements BoardDriver {
         this.timeoutMs,
         'upload sweep',
       );
-      if (removed.length) this.init.log?.('removed interrupted uploads', { boardId: this.boardId, files: removed.length });
+      if (removed.length)
+        this.init.log?.('removed interrupted uploads', { boardId: this.boardId, files: removed.length });
     } catch (err) {
-      this.init.log?.('could not sweep interrupted uploads', { boardId: this.boardId, err: (err as Error).message });
+      this.init.log?.('could not sweep interrupted uploads', {
+        boardId: this.boardId,
+        err: (err as Error).message,
+      });
     }
   }
 
@@ -586,7 +689,11 @@ export class LocalDriver implements BoardDriver {
       if (!/^\d+$/.test(name)) continue;
       try {
         const env = fs.readFileSync(`/proc/${name}/environ`, 'latin1');
-        if (env.includes(`\0BIANBU_BOARD=${this.boardId}\0`) || env.startsWith(`BIANBU_BOARD=${this.boardId}\0`)) out.push(Number(name));
+        if (
+          env.includes(`\0BIANBU_BOARD=${this.boardId}\0`) ||
+          env.startsWith(`BIANBU_BOARD=${this.boardId}\0`)
+        )
+          out.push(Number(name));
       } catch {}
     }
     return out;
@@ -629,27 +736,57 @@ export class LocalDriver implements BoardDriver {
     await this.boot('power reset');
   }
 
-  async flash(image: string, onProgress: (p: FlashProgress) => void): Promise<void> {
+  async flash(image: string, onProgress: (p: FlashProgress) => void, opts: FlashOptions = {}): Promise<void> {
+    const label = opts.label ?? path.basename(image);
+    const note = (line: string) => onProgress({ phase: 'preparing', percent: 0, log: line });
+    let last = { phase: '', percent: -1 };
+    const report = (phase: 'writing' | 'verifying', done: number, total: number) => {
+      const percent = total > 0 ? Math.min(100, Math.floor((done / total) * 100)) : 0;
+      if (phase === last.phase && percent === last.percent && done < total) return;
+      last = { phase, percent };
+      onProgress({ phase, percent, bytesDone: done, bytesTotal: total });
+    };
     await this.swapRoot(async (fresh) => {
-      onProgress({ phase: 'preparing', percent: 0 });
-      await unpackImage(image, fresh, (pct) => onProgress({ phase: 'writing', percent: Math.min(90, Math.round(pct * 0.9)) }));
-      onProgress({ phase: 'verifying', percent: 92 });
-      ensureMountPoints(fresh);
+      note(
+        `writing ${label} into a new root file system (${this.diskImage?.enforced ? `${this.init.options.diskQuotaMb} MiB ext4 image` : 'directory'})`,
+      );
+      const entries = await unpackInWorker(image, fresh, {
+        onBytes: report,
+        onWritten: (n) => onProgress({ phase: 'writing', percent: 100, log: `wrote ${n} entries` }),
+        signal: opts.signal,
+      });
       if (!fs.existsSync(path.join(fresh, 'etc/passwd'))) {
-        throw new DriverError('flash.image_invalid', 'Image has no /etc/passwd: not a board root file system');
+        throw new DriverError(
+          'flash.image_invalid',
+          'Image has no /etc/passwd: not a board root file system',
+        );
       }
+      onProgress({
+        phase: 'verifying',
+        percent: 100,
+        log: `verified ${entries} entries against the image`,
+      });
+      ensureMountPoints(fresh);
       if (this.base !== null) shiftOwnership(fresh, this.base);
-      onProgress({ phase: 'booting', percent: 95 });
-    }, `flash ${path.basename(image)}`);
-    onProgress({ phase: 'done', percent: 100 });
+      if (opts.signal?.aborted) throw new DriverError('flash.aborted', 'The flash was stopped');
+      onProgress({ phase: 'booting', percent: 0, log: 'stopping the board and switching to the new root' });
+    }, label);
+    onProgress({ phase: 'done', percent: 100, log: 'the board booted the new image' });
   }
 
   async restoreDefault(): Promise<void> {
+    // A lease that ends during a flash restores the board once the flash has stopped (the flash job
+    // aborts as the board leaves its holder), rather than failing on a busy board.
+    while (this.swapDone) await this.swapDone;
     await this.swapRoot(async (fresh) => {
       if (this.init.sandboxed) await this.populateDefault(fresh);
       else {
         fs.rmSync(fresh, { recursive: true, force: true });
-        createDefaultRoot(fresh, { hostname: this.hostname, model: this.init.model, pluginsMount: PLUGINS_MOUNT });
+        createDefaultRoot(fresh, {
+          hostname: this.hostname,
+          model: this.init.model,
+          pluginsMount: PLUGINS_MOUNT,
+        });
       }
     }, 'default image');
   }
@@ -661,12 +798,20 @@ export class LocalDriver implements BoardDriver {
    */
   private async swapRoot(build: (fresh: string) => Promise<void>, note: string): Promise<void> {
     if (this.swapping) throw new DriverError('board.busy', 'The board is already being flashed');
-    await this.started.catch(() => {});
     this.swapping = true;
+    let settle = () => {};
+    this.swapDone = new Promise<void>((r) => (settle = r));
+    await this.started.catch(() => {});
     try {
       const disk =
         this.diskImage ??
-        new BoardDisk({ boardDir: this.init.boardDir, mountAt: this.rootDir, sizeMb: this.init.options.diskQuotaMb, ownerBase: 0, loop: false });
+        new BoardDisk({
+          boardDir: this.init.boardDir,
+          mountAt: this.rootDir,
+          sizeMb: this.init.options.diskQuotaMb,
+          ownerBase: 0,
+          loop: false,
+        });
       await disk.replace(build, async () => {
         this.serial.write(`\n[ writing image: ${note} ]\n`);
         await this.killSandbox();
@@ -674,7 +819,12 @@ export class LocalDriver implements BoardDriver {
       this.disk = null;
     } finally {
       this.swapping = false;
-      if (!this.stopping && !this.running) await this.boot(`boot after ${note}`, note);
+      try {
+        if (!this.stopping && !this.running) await this.boot(`boot after ${note}`, note);
+      } finally {
+        this.swapDone = null;
+        settle();
+      }
     }
   }
 
@@ -687,20 +837,69 @@ export class LocalDriver implements BoardDriver {
     } catch {
       throw new DriverError('plugin.unknown', `No plugin named ${topic}`);
     }
-    if (!st.isFile() || !(st.mode & 0o111)) throw new DriverError('plugin.unknown', `No plugin named ${topic}`);
+    if (!st.isFile() || !(st.mode & 0o111))
+      throw new DriverError('plugin.unknown', `No plugin named ${topic}`);
     const exe = this.init.sandboxed ? `${PLUGINS_MOUNT}/${topic}` : host;
     try {
       return await this.runInBoard([exe, topic, data, nodeId], 'root', this.timeoutMs * 2);
     } catch (err) {
-      if (err instanceof DriverError && err.key === 'driver.command_failed') throw new DriverError('plugin.failed', err.message);
+      if (err instanceof DriverError && err.key === 'driver.command_failed')
+        throw new DriverError('plugin.failed', err.message);
       throw err;
     }
+  }
+
+  /**
+   * A stream to the board's RFB socket (desktop.ts): relayed from inside the board, as its user. No
+   * desktop answering yet (first use, or it died) starts one, then connects again.
+   */
+  async connectVnc(): Promise<Duplex> {
+    const desk = hostDesktop();
+    const node = boardNode();
+    if (!this.init.sandboxed || !desk || !node)
+      throw new DriverError('capability.unsupported', 'This board has no desktop (the host has no Xvnc)');
+    await this.started.catch(() => {});
+    if (this.booting) await this.booting.catch(() => {});
+    if (this.swapping) throw new DriverError('board.busy', 'The board is being flashed');
+    const connect = () => {
+      const { file, args } = this.enter('user', '/');
+      return spawnRelay(
+        { file, args: [...args, node, '-e', UNIX_RELAY, VNC_SOCKET] },
+        this.shellEnv('user', {}),
+        this.timeoutMs,
+        'the board\'s desktop',
+      );
+    };
+    if (this.desktopStart) await this.desktopStart.catch(() => {});
+    try {
+      return await connect();
+    } catch (err) {
+      if (!(err instanceof DriverError) || err.key !== 'driver.failed') throw err;
+    }
+    if (!this.desktopStart) {
+      this.desktopStart = (async () => {
+        await this.runInBoard(['/bin/sh', '-c', DESKTOP_PREPARE], 'root', this.timeoutMs);
+        const out = await this.runInBoard(
+          ['/bin/sh', '-c', DESKTOP_START, 'desktop', desk.xvnc, desk.wm ?? '', desk.term ?? '', this.hostname],
+          'user',
+          this.timeoutMs,
+        );
+        if (!out.includes('ready'))
+          throw new DriverError('driver.failed', `The desktop did not start: ${out.trim().slice(-300)}`);
+        this.init.log?.('board desktop started', { boardId: this.boardId });
+      })().finally(() => {
+        this.desktopStart = null;
+      });
+    }
+    await this.desktopStart;
+    return connect();
   }
 
   async connectPort(port: number): Promise<Duplex> {
     if (!this.init.sandboxed) throw new DriverError('capability.unsupported', 'Ports need a sandboxed board');
     if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new DriverError('driver.failed', 'Bad port');
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new DriverError('driver.failed', 'Bad port');
     // A relay inside the board's network namespace, as the board's own host uid and in its cgroups;
     // node is the host's binary, only the network namespace is entered.
     const relay =
@@ -731,9 +930,12 @@ export class LocalDriver implements BoardDriver {
         child.stderr.on('data', (b: Buffer) => {
           err += b.toString();
           if (err.startsWith('ok\n')) resolve();
-          else if (err.includes('\n')) reject(new DriverError('driver.failed', `Port ${port} of the board refused: ${err.trim()}`));
+          else if (err.includes('\n'))
+            reject(new DriverError('driver.failed', `Port ${port} of the board refused: ${err.trim()}`));
         });
-        child.once('exit', () => reject(new DriverError('driver.failed', `Port ${port} of the board is closed`)));
+        child.once('exit', () =>
+          reject(new DriverError('driver.failed', `Port ${port} of the board is closed`)),
+        );
       }),
       this.timeoutMs,
       'port connect',
@@ -774,6 +976,7 @@ function isAlive(pid: number): boolean {
 export function ptyHandle(p: pty.IPty): PtyHandle {
   let exited = false;
   return {
+    hostPid: p.pid,
     write: (d) => {
       if (!exited) p.write(d);
     },
@@ -781,7 +984,9 @@ export function ptyHandle(p: pty.IPty): PtyHandle {
       if (!exited) p.resize(Math.max(1, s.cols), Math.max(1, s.rows));
     },
     onData: (fn) => {
-      const d = p.onData((chunk: string | Buffer) => fn(typeof chunk === 'string' ? Buffer.from(chunk) : chunk));
+      const d = p.onData((chunk: string | Buffer) =>
+        fn(typeof chunk === 'string' ? Buffer.from(chunk) : chunk),
+      );
       return () => d.dispose();
     },
     onExit: (fn) => {

@@ -30,8 +30,27 @@ const HOST_ETC = [
   'login.defs',
 ];
 
+// The service runs with umask 077 (its data is private), which would make a board's own files
+// unreadable to its ordinary user: every directory and file written here gets its mode exactly.
+
+/** mkdir -p, each directory it creates with exactly `mode`. */
+export function mkdirExact(dir: string, mode = 0o755): void {
+  const first = fs.mkdirSync(dir, { recursive: true });
+  if (first === undefined) return;
+  for (let d = dir; ; d = path.dirname(d)) {
+    fs.chmodSync(d, mode);
+    if (d === first || d === path.dirname(d)) break;
+  }
+}
+
+/** A file written with exactly `mode`. */
+export function writeExact(file: string, data: string, mode = 0o644): void {
+  fs.writeFileSync(file, data);
+  fs.chmodSync(file, mode);
+}
+
 export function ensureMountPoints(root: string): void {
-  for (const d of MOUNT_POINTS) fs.mkdirSync(path.join(root, d), { recursive: true });
+  for (const d of MOUNT_POINTS) mkdirExact(path.join(root, d));
   fs.chmodSync(path.join(root, 'tmp'), 0o1777);
   fs.chmodSync(path.join(root, 'var/tmp'), 0o1777);
 }
@@ -44,12 +63,19 @@ export interface RootfsInfo {
 
 /** Writes a fresh default root into `root` (which must not exist yet). */
 export function createDefaultRoot(root: string, info: RootfsInfo): void {
-  fs.mkdirSync(root, { recursive: true, mode: 0o755 });
+  mkdirExact(root);
   ensureMountPoints(root);
-  for (const d of ['var/log', 'var/lib', 'var/cache', 'srv', 'mnt', path.dirname(info.pluginsMount).slice(1)]) {
-    fs.mkdirSync(path.join(root, d), { recursive: true });
+  for (const d of [
+    'var/log',
+    'var/lib',
+    'var/cache',
+    'srv',
+    'mnt',
+    path.dirname(info.pluginsMount).slice(1),
+  ]) {
+    mkdirExact(path.join(root, d));
   }
-  fs.mkdirSync(path.join(root, info.pluginsMount), { recursive: true });
+  mkdirExact(path.join(root, info.pluginsMount));
   const etc = path.join(root, 'etc');
   for (const name of HOST_ETC) {
     const src = path.join('/etc', name);
@@ -60,23 +86,24 @@ export function createDefaultRoot(root: string, info: RootfsInfo): void {
       // An unreadable host file only means one less convenience inside the board.
     }
   }
-  fs.writeFileSync(
+  writeExact(
     path.join(etc, 'passwd'),
     `${BOARD_USERS.map((u) => `${u.name}:x:${u.uid}:${u.gid}:${u.name}:${u.home}:/bin/bash`).join('\n')}\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
   );
-  fs.writeFileSync(path.join(etc, 'group'), 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n');
-  fs.writeFileSync(path.join(etc, 'shadow'), 'root:*:19000:0:99999:7:::\nuser:*:19000:0:99999:7:::\n', { mode: 0o640 });
-  fs.writeFileSync(path.join(etc, 'nsswitch.conf'), 'passwd: files\ngroup: files\nshadow: files\nhosts: files\n');
+  writeExact(path.join(etc, 'group'), 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n');
+  writeExact(path.join(etc, 'shadow'), 'root:*:19000:0:99999:7:::\nuser:*:19000:0:99999:7:::\n', 0o640);
+  writeExact(path.join(etc, 'nsswitch.conf'), 'passwd: files\ngroup: files\nshadow: files\nhosts: files\n');
   writeIdentity(root, info);
-  fs.writeFileSync(
+  writeExact(
     path.join(etc, 'os-release'),
     'PRETTY_NAME="Bianbu 2.0"\nNAME="Bianbu"\nVERSION_ID="2.0"\nID=bianbu\nID_LIKE=debian\nHOME_URL="https://bianbu.spacemit.com"\n',
   );
-  fs.writeFileSync(path.join(etc, 'issue'), 'Bianbu 2.0 \\n \\l\n\n');
-  fs.writeFileSync(path.join(etc, 'motd'), `\nWelcome to ${info.hostname} (${info.model || 'RISC-V board'}).\n\n`);
+  writeExact(path.join(etc, 'issue'), 'Bianbu 2.0 \\n \\l\n\n');
+  writeExact(path.join(etc, 'motd'), `\nWelcome to ${info.hostname} (${info.model || 'RISC-V board'}).\n\n`);
   for (const u of BOARD_USERS) {
     const home = path.join(root, u.home);
-    fs.mkdirSync(home, { recursive: true, mode: 0o750 });
+    mkdirExact(path.dirname(home));
+    mkdirExact(home, u.uid === 0 ? 0o700 : 0o750);
     const skel = path.join(etc, 'skel');
     if (fs.existsSync(skel)) fs.cpSync(skel, home, { recursive: true, verbatimSymlinks: true });
     chownTree(home, u.uid, u.gid);
@@ -86,9 +113,12 @@ export function createDefaultRoot(root: string, info: RootfsInfo): void {
 /** Hostname and hosts follow the board's name (also after a flash or a rename). */
 export function writeIdentity(root: string, info: Pick<RootfsInfo, 'hostname'>): void {
   const etc = path.join(root, 'etc');
-  fs.mkdirSync(etc, { recursive: true });
-  fs.writeFileSync(path.join(etc, 'hostname'), `${info.hostname}\n`);
-  fs.writeFileSync(path.join(etc, 'hosts'), `127.0.0.1\tlocalhost\n127.0.1.1\t${info.hostname}\n::1\tlocalhost ip6-localhost\n`);
+  mkdirExact(etc);
+  writeExact(path.join(etc, 'hostname'), `${info.hostname}\n`);
+  writeExact(
+    path.join(etc, 'hosts'),
+    `127.0.0.1\tlocalhost\n127.0.1.1\t${info.hostname}\n::1\tlocalhost ip6-localhost\n`,
+  );
 }
 
 function chownTree(dir: string, uid: number, gid: number): void {

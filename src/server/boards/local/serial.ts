@@ -28,7 +28,14 @@ export class SerialConsole {
   }
 
   /** A boot log as firmware, boot loader and kernel print it, ending at the login prompt. */
-  bootLog(lines: { reason: string; model: string; memoryMb: number; cores: number; imageNote?: string }): void {
+  bootLog(lines: {
+    reason: string;
+    model: string;
+    memoryMb: number;
+    cores: number;
+    imageNote?: string;
+    osName?: string;
+  }): void {
     const name = this.host.hostname();
     const t0 = process.hrtime.bigint();
     const stamp = () => {
@@ -58,7 +65,7 @@ export class SerialConsole {
       `${stamp()} Run /sbin/init as init process`,
       `${stamp()} systemd[1]: Hostname set to <${name}>.`,
       '',
-      `Bianbu 2.0 ${name} ttyS0`,
+      `${lines.osName || 'Bianbu 2.0'} ${name} ttyS0`,
       '',
       `${name} login: `,
     ];

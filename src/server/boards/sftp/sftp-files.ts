@@ -223,12 +223,17 @@ export function sftpFiles(o: SftpFilesOptions): BoardDriver['files'] {
     mtimeMs: a.mtime * 1000,
     mode: a.mode,
   });
+  // A board decides how many entries its folders hold (millions, if it likes): listings stop at
+  // LIST_MAX_ENTRIES and removal works one batch at a time, so the service's memory stays bounded.
   const removeTree = async (sftp: SFTPWrapper, dir: string): Promise<void> => {
-    const list = await sftpCall<FileEntryWithStats[]>((cb) => sftp.readdir(dir, cb));
-    for (const e of list) {
-      const p = path.posix.join(dir, e.filename);
-      if (isType(e.attrs.mode, S_IFDIR)) await removeTree(sftp, p);
-      else await sftpCall<void>((cb) => sftp.unlink(p, done(cb)));
+    for (;;) {
+      const batch = await readdirBounded(sftp, dir, REMOVE_BATCH);
+      for (const e of batch) {
+        const p = path.posix.join(dir, e.filename);
+        if (isType(e.attrs.mode, S_IFDIR)) await removeTree(sftp, p);
+        else await sftpCall<void>((cb) => sftp.unlink(p, done(cb)));
+      }
+      if (batch.length < REMOVE_BATCH) break;
     }
     await sftpCall<void>((cb) => sftp.rmdir(dir, done(cb)));
   };
@@ -266,7 +271,7 @@ export function sftpFiles(o: SftpFilesOptions): BoardDriver['files'] {
           sftp,
           r.real,
           r.board,
-          sftpCall<FileEntryWithStats[]>((cb) => sftp.readdir(r.real, cb)),
+          readdirBounded(sftp, r.real, LIST_MAX_ENTRIES),
           true,
         );
         return list
@@ -500,4 +505,30 @@ export function sftpFiles(o: SftpFilesOptions): BoardDriver['files'] {
         return Number(v.f_bavail) * Number(v.f_frsize || v.f_bsize);
       }),
   };
+}
+
+/** Most entries a listing answers; a folder with more is listed up to here. */
+export const LIST_MAX_ENTRIES = 20_000;
+const REMOVE_BATCH = 2_000;
+
+/** At most `max` entries of a folder (without `.` and `..`), read one server batch at a time. */
+export async function readdirBounded(sftp: SFTPWrapper, dir: string, max: number): Promise<FileEntryWithStats[]> {
+  const handle = await sftpCall<Buffer>((cb) => sftp.opendir(dir, cb));
+  const out: FileEntryWithStats[] = [];
+  try {
+    while (out.length < max) {
+      const batch = await new Promise<FileEntryWithStats[] | null>((resolve, reject) =>
+        sftp.readdir(handle, (err: (Error & { code?: number }) | undefined, list: FileEntryWithStats[]) => {
+          if (err && err.code === 1) resolve(null); // SSH_FX_EOF
+          else if (err) reject(err);
+          else resolve(list);
+        }),
+      );
+      if (batch === null) break;
+      for (const e of batch) if (out.length < max) out.push(e);
+    }
+  } finally {
+    await new Promise<void>((r) => sftp.close(handle, () => r()));
+  }
+  return out;
 }

@@ -9,8 +9,14 @@
 // is complete on the server. A read stream delivers bytes in file order and ends at the server's EOF.
 // Destroying either stream stops issuing requests, waits (bounded) for those in flight, then closes
 // the handle. Errors go through `mapError` so they reach callers as DriverErrors.
+//
+// Copies: over a stdio session (a local board's sftp-server) the bytes are never copied here — writes
+// send the caller's buffers as they are and reads deliver slices of the pipe's chunks (`bulkOf`, see
+// stdio-sftp.ts). Over SSH, ssh2 copies each request into its packet before write() returns, so the
+// pieces of a request are gathered in one staging buffer that every request reuses.
 import { Readable, Writable } from 'node:stream';
 import type { SFTPWrapper } from 'ssh2';
+import { type BulkSftp, bulkOf } from './stdio-sftp.ts';
 
 /** Requests in flight per stream: 16 × 255 KiB keeps a local pipe and a LAN link busy. */
 export const MAX_IN_FLIGHT = 16;
@@ -91,8 +97,11 @@ function fsyncHandle(sftp: SFTPWrapper, handle: Buffer): Promise<Error | undefin
 export class SftpWriteStream extends Writable {
   private pos = 0;
   private inFlight = 0;
+  /** The pieces of the next request (slices of what was written, not copies). */
   private pending: Buffer[] = [];
   private pendingLen = 0;
+  /** Over SSH: where a request's pieces are gathered for ssh2, reused (ssh2 copies it at once). */
+  private staging: Buffer | null = null;
   /** The callback of a write held back until a request in flight completes (backpressure). */
   private held: ((err?: Error | null) => void) | null = null;
   private failure: Error | null = null;
@@ -100,6 +109,7 @@ export class SftpWriteStream extends Writable {
   private readonly idle = new Idle();
   private readonly chunk: number;
   private readonly max: number;
+  private readonly bulk: BulkSftp | undefined;
 
   constructor(
     private readonly sftp: SFTPWrapper,
@@ -109,6 +119,7 @@ export class SftpWriteStream extends Writable {
     super({ highWaterMark: 1 << 20 });
     this.chunk = chunkOf(sftp, '_maxWriteLen');
     this.max = o.inFlight ?? MAX_IN_FLIGHT;
+    this.bulk = bulkOf(sftp);
   }
 
   /** Bytes handed to the server so far. */
@@ -121,26 +132,14 @@ export class SftpWriteStream extends Writable {
       cb(this.failure);
       return;
     }
+    // Cut into requests of the server's largest size; a request may span several writes.
     let off = 0;
-    if (this.pendingLen) {
-      // Small pieces are gathered into one full request; whole chunks go straight from `data`.
-      const need = Math.min(this.chunk - this.pendingLen, data.length);
-      this.pending.push(data.subarray(0, need));
-      this.pendingLen += need;
-      off = need;
-      if (this.pendingLen === this.chunk) {
-        this.request(Buffer.concat(this.pending, this.pendingLen), 0, this.chunk);
-        this.pending = [];
-        this.pendingLen = 0;
-      }
-    }
-    while (data.length - off >= this.chunk) {
-      this.request(data, off, this.chunk);
-      off += this.chunk;
-    }
-    if (off < data.length) {
-      this.pending.push(data.subarray(off));
-      this.pendingLen += data.length - off;
+    while (off < data.length) {
+      const n = Math.min(this.chunk - this.pendingLen, data.length - off);
+      this.pending.push(off === 0 && n === data.length ? data : data.subarray(off, off + n));
+      this.pendingLen += n;
+      off += n;
+      if (this.pendingLen === this.chunk) this.flush();
     }
     if (this.inFlight >= this.max) this.held = cb;
     else cb();
@@ -170,20 +169,21 @@ export class SftpWriteStream extends Writable {
     })();
   }
 
-  /** Sends what is pending, at the end. */
+  /** Sends what is pending as one request. */
   private flush(): void {
     if (!this.pendingLen) return;
-    this.request(Buffer.concat(this.pending, this.pendingLen), 0, this.pendingLen);
+    const pieces = this.pending;
+    const len = this.pendingLen;
     this.pending = [];
     this.pendingLen = 0;
+    this.request(pieces, len);
   }
 
-  private request(data: Buffer, off: number, len: number): void {
+  private request(pieces: Buffer[], len: number): void {
     const at = this.pos;
     this.pos += len;
     this.inFlight++;
-    // ssh2 copies the bytes into its packet before it returns: `data` may be reused afterwards.
-    this.sftp.write(this.handle, data, off, len, at, (err) => {
+    const answered = (err?: Error | null) => {
       void (async () => {
         if (err && !this.failure) this.failure = await this.o.mapError(err);
         this.inFlight--;
@@ -194,14 +194,29 @@ export class SftpWriteStream extends Writable {
         }
         this.idle.wake();
       })();
-    });
+    };
+    if (this.bulk) {
+      this.bulk.write(this.handle, pieces, len, at, answered);
+      return;
+    }
+    let data = pieces[0];
+    if (pieces.length > 1) {
+      this.staging ??= Buffer.allocUnsafe(this.chunk);
+      let p = 0;
+      for (const piece of pieces) p += piece.copy(this.staging, p);
+      data = this.staging;
+    }
+    // ssh2 copies the bytes into its packet before it returns (no request exceeds its largest
+    // size, so it never reads `data` later): the staging buffer is free again at once.
+    this.sftp.write(this.handle, data, 0, len, at, answered);
   }
 }
 
 interface Slot {
   at: number;
   len: number;
-  buf: Buffer;
+  /** The bytes read, in order; set with `got`. */
+  pieces?: Buffer[];
   /** Bytes read; undefined while the request is in flight. */
   got?: number;
 }
@@ -218,6 +233,7 @@ export class SftpReadStream extends Readable {
   private readonly idle = new Idle();
   private readonly chunk: number;
   private readonly max: number;
+  private readonly bulk: BulkSftp | undefined;
 
   constructor(
     private readonly sftp: SFTPWrapper,
@@ -227,6 +243,7 @@ export class SftpReadStream extends Readable {
     super({ highWaterMark: 1 << 20 });
     this.chunk = chunkOf(sftp, '_maxReadLen');
     this.max = o.inFlight ?? MAX_IN_FLIGHT;
+    this.bulk = bulkOf(sftp);
   }
 
   override _read(): void {
@@ -248,7 +265,7 @@ export class SftpReadStream extends Readable {
 
   private fill(): void {
     while (this.wanted && !this.eof && !this.stopped && this.slots.length < this.max) {
-      this.request({ at: this.next, len: this.chunk, buf: Buffer.allocUnsafe(this.chunk) }, false);
+      this.request({ at: this.next, len: this.chunk }, false);
       this.next += this.chunk;
     }
   }
@@ -257,7 +274,7 @@ export class SftpReadStream extends Readable {
     if (first) this.slots.unshift(slot);
     else this.slots.push(slot);
     this.inFlight++;
-    this.sftp.read(this.handle, slot.buf, 0, slot.len, slot.at, (err, nb) => {
+    const answered = (err: Error | undefined | null, pieces: Buffer[], nb: number) => {
       this.inFlight--;
       this.idle.wake();
       if (this.stopped) return;
@@ -266,9 +283,18 @@ export class SftpReadStream extends Readable {
         void this.o.mapError(err).then((e) => this.destroy(e));
         return;
       }
+      slot.pieces = pieces;
       slot.got = nb;
       this.deliver();
-    });
+    };
+    if (this.bulk) {
+      this.bulk.read(this.handle, slot.len, slot.at, answered);
+      return;
+    }
+    const buf = Buffer.allocUnsafe(slot.len);
+    this.sftp.read(this.handle, buf, 0, slot.len, slot.at, (err, nb) =>
+      answered(err, nb ? [buf.subarray(0, nb)] : [], nb ?? 0),
+    );
   }
 
   /** Pushes completed slots from the head, in file order. */
@@ -285,12 +311,9 @@ export class SftpReadStream extends Readable {
       }
       if (got < slot.len) {
         // A short read before EOF: ask for the rest before anything later is delivered.
-        this.request(
-          { at: slot.at + got, len: slot.len - got, buf: Buffer.allocUnsafe(slot.len - got) },
-          true,
-        );
+        this.request({ at: slot.at + got, len: slot.len - got }, true);
       }
-      if (!this.push(slot.buf.subarray(0, got))) this.wanted = false;
+      for (const piece of slot.pieces ?? []) if (!this.push(piece)) this.wanted = false;
     }
     this.fill();
   }

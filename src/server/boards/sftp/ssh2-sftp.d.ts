@@ -38,6 +38,10 @@ declare module 'ssh2/lib/protocol/SFTP.js' {
     _maxReadLen: number;
     _maxWriteLen: number;
     maxOpenHandles: number | undefined;
+    /** The last request id sent; the next request takes the one after it (mod 2^32). */
+    _writeReqid: number;
+    /** Requests awaiting an answer, by id: `cb(err?)` runs on a STATUS answer and when the session ends. */
+    _requests: Record<number, { cb: (err?: Error & { code?: number }) => void }>;
   }
 
   const mod: { SFTP: typeof SFTP };

@@ -1,20 +1,23 @@
 // A real board reached over SSH. Lifecycle: `start()` only prepares the pool (an unreachable board
 // must not hold up the service; the health prober finds out), every call takes a pooled connection
 // and has a timeout. Shell: an SSH PTY. Files: SFTP through the shared implementation (sftp-files.ts),
-// kept inside the configured root; a journal, when given, is swept on the first SFTP session after
-// start. Metrics: /proc over an exec channel.
+// kept inside the configured root; uploads are journalled on the host (`<boardDir>/uploads.journal`,
+// as for local boards) and the temporary files a killed service left are swept on the first SFTP
+// session after start. Metrics: /proc over an exec channel.
 // Serial console, power reset, flash, reimage and plugins: argv commands from the lab file, quoted for
 // the remote shell.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { ClientChannel, SFTPWrapper } from 'ssh2';
 import type { SshDriverOptions } from '#shared/boards.ts';
 import {
   type BoardDriver,
   Capability,
   DriverError,
+  type FlashOptions,
   type FlashProgress,
   type MetricsSample,
   type PtyHandle,
@@ -22,17 +25,26 @@ import {
 } from '../driver.ts';
 import { sftpCall, sftpError } from '../sftp/sftp-errors.ts';
 import { sftpFiles } from '../sftp/sftp-files.ts';
-import type { TempJournal } from '../sftp/temp-journal.ts';
+import { SftpWriteStream } from '../sftp/sftp-streams.ts';
+import { TempJournal } from '../sftp/temp-journal.ts';
 import { withTimeout } from '../util.ts';
 import { SshPool } from './pool.ts';
 import { shCommand, shQuote } from './quote.ts';
+
+/** A plugin's name: the same shape local boards accept (see local-driver.ts). */
+const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 export interface SshBoardInit {
   boardId: string;
   name: string;
   options: SshDriverOptions;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
-  /** Temporary files of writes in progress, kept on the host; swept after a crash of the service. */
+  /**
+   * The board's private host directory (`<data>/boards/<id>`): its upload journal lives there, so
+   * the temporary files of uploads a crash interrupted are removed when the driver starts again.
+   */
+  boardDir?: string;
+  /** Temporary files of writes in progress, kept on the host (default: in `boardDir`). */
   journal?: TempJournal;
 }
 
@@ -52,13 +64,14 @@ export class SshDriver implements BoardDriver {
     this.boardId = init.boardId;
     this.o = init.options;
     this.log = init.log;
-    this.journal = init.journal;
+    this.journal =
+      init.journal ?? (init.boardDir ? new TempJournal(path.join(init.boardDir, 'uploads.journal')) : undefined);
     this.pool = new SshPool(init.options, init.log);
     this.files = sftpFiles({
       sftp: () => this.sftp(),
       rootDir: this.o.rootDir,
       timeoutMs: this.o.timeoutMs,
-      journal: init.journal,
+      journal: this.journal,
     });
   }
 
@@ -106,6 +119,8 @@ export class SshDriver implements BoardDriver {
   }
 
   async start(): Promise<void> {
+    // The journal's folder is the service's own (never the board's): private, made here on first start.
+    if (this.journal) await fs.promises.mkdir(path.dirname(this.journal.file), { recursive: true, mode: 0o700 });
     this.swept = null;
     this.pool.reopen();
   }
@@ -122,7 +137,12 @@ export class SshDriver implements BoardDriver {
   }
 
   /** Runs one command line (already quoted) and collects its output. `code` is null when the channel dropped. */
-  exec(command: string, timeoutMs = this.o.timeoutMs, maxBytes = 4 * 1024 * 1024): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  exec(
+    command: string,
+    timeoutMs = this.o.timeoutMs,
+    maxBytes = 4 * 1024 * 1024,
+    onOutput?: (text: string) => void,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
     let channel: ClientChannel | undefined;
     const work = this.pool.with(
       (c) =>
@@ -135,9 +155,11 @@ export class SshDriver implements BoardDriver {
             let code: number | null = null;
             ch.on('data', (b: Buffer) => {
               if (out.length < maxBytes) out += b.toString();
+              onOutput?.(b.toString());
             });
             ch.stderr.on('data', (b: Buffer) => {
               if (errText.length < 65536) errText += b.toString();
+              onOutput?.(b.toString());
             });
             ch.on('exit', (c2: number | null) => {
               code = c2;
@@ -149,8 +171,8 @@ export class SshDriver implements BoardDriver {
     return withTimeout(work, timeoutMs, 'board command', () => channel?.close());
   }
 
-  private async runArgv(argv: string[], timeoutMs = this.o.timeoutMs): Promise<string> {
-    const r = await this.exec(shCommand(argv), timeoutMs);
+  private async runArgv(argv: string[], timeoutMs = this.o.timeoutMs, onOutput?: (text: string) => void): Promise<string> {
+    const r = await this.exec(shCommand(argv), timeoutMs, undefined, onOutput);
     if (r.code !== 0) throw new DriverError('driver.command_failed', r.stderr.trim().slice(-500) || `exit code ${r.code}`);
     return r.stdout;
   }
@@ -290,27 +312,106 @@ export class SshDriver implements BoardDriver {
     this.lastCpu = null;
   }
 
-  async flash(image: string, onProgress: (p: FlashProgress) => void): Promise<void> {
+  /**
+   * Uploads the image to the board's /tmp and runs the flash command on it. /tmp is shared with every
+   * user of the board (or of a lab host several boards are reached through): the file is created
+   * exclusively (a name planted in advance, a link anywhere, is refused, never followed) and private
+   * to the login user (0600), and an upload that makes no progress for the call timeout fails instead
+   * of holding the flash for ever. The flash command gets a path in a directory the board's users
+   * can write: it must treat the file as the board's, not as the service's.
+   */
+  /**
+   * Uploads the image to the board (phase writing, 0–50 % by bytes), then runs the lab file's flash
+   * command on it: each line it prints (stdout and stderr; `\r`-separated progress too) goes to the
+   * job's log, and its last `NN%` moves the percent — writing (50–100 %) until a line mentions
+   * "verif", then verifying. The command's exit status is the result; the job then waits for the
+   * board to answer (booting).
+   */
+  async flash(image: string, onProgress: (p: FlashProgress) => void, opts: FlashOptions = {}): Promise<void> {
     const argv = this.need(Capability.flash, 'flash');
+    if (opts.signal?.aborted) throw new DriverError('flash.aborted', 'The flash was stopped');
     onProgress({ phase: 'preparing', percent: 0 });
     const size = (await fs.promises.stat(image).catch(() => null))?.size;
     if (!size) throw new DriverError('flash.image_invalid', 'Image file not found or empty');
-    const sftp = await this.pool.sftp();
-    const remote = `/tmp/bianbu-flash-${crypto.randomBytes(6).toString('hex')}-${path.basename(image).replace(/[^\w.-]/g, '_')}`;
+    const name = path.basename(image).replace(/[^\w.-]/g, '_').slice(0, 100);
+    const remote = `/tmp/bianbu-flash-${crypto.randomBytes(6).toString('hex')}-${name}`;
     try {
-      await new Promise<void>((resolve, reject) =>
-        sftp.fastPut(image, remote, { step: (done: number) => onProgress({ phase: 'writing', percent: Math.round((done / size) * 80) }) }, (err) =>
-          err ? reject(sftpError(err, remote)) : resolve(),
-        ),
+      onProgress({ phase: 'preparing', percent: 0, log: `uploading the image to ${remote}` });
+      await this.upload(image, remote, size, (done) =>
+        onProgress({ phase: 'writing', percent: Math.floor((done / size) * 50), bytesDone: done, bytesTotal: size }),
       );
-      onProgress({ phase: 'verifying', percent: 85 });
-      await this.runArgv(argv.map((a) => a.replaceAll('{image}', remote)), Math.max(this.o.timeoutMs, 30 * 60_000));
-      onProgress({ phase: 'booting', percent: 95 });
+      if (opts.signal?.aborted) throw new DriverError('flash.aborted', 'The flash was stopped');
+      onProgress({ phase: 'writing', percent: 50, log: `running the flash command: ${argv[0]}` });
+      const tool = flashToolProgress(onProgress);
+      try {
+        await this.runArgv(
+          argv.map((a) => a.replaceAll('{image}', remote)),
+          Math.max(this.o.timeoutMs, 30 * 60_000),
+          tool.feed,
+        );
+      } catch (err) {
+        if (err instanceof DriverError && err.key === 'driver.command_failed') throw new DriverError('flash.tool_failed', err.message);
+        throw err;
+      } finally {
+        tool.end();
+      }
+      onProgress({ phase: 'booting', percent: 0, log: 'the flash command succeeded' });
     } finally {
-      await sftpCall<void>((cb) => sftp.unlink(remote, () => cb(null, undefined))).catch(() => {});
+      // Only the name is removed (a link put there is not followed), on a session of its own, bounded.
+      await withTimeout(
+        this.pool.sftp().then((s) => sftpCall<void>((cb) => s.unlink(remote, () => cb(null, undefined)))),
+        this.o.timeoutMs,
+        'flash cleanup',
+      ).catch(() => {});
     }
     this.pool.reset();
     onProgress({ phase: 'done', percent: 100 });
+  }
+
+  /** Streams a host file to a new private file on the board; fails when no byte moves for the call timeout. */
+  private async upload(local: string, remote: string, size: number, progress: (done: number) => void): Promise<void> {
+    const sftp = await this.pool.sftp();
+    const handle = await withTimeout(
+      sftpCall<Buffer>((cb) => sftp.open(remote, 'wx', { mode: 0o600 }, cb)),
+      this.o.timeoutMs,
+      'flash upload',
+    ).catch((err) => {
+      throw err instanceof DriverError ? err : sftpError(err, remote);
+    });
+    const out = new SftpWriteStream(sftp, handle, {
+      settleMs: this.o.timeoutMs,
+      fsync: true,
+      mapError: async (err) => sftpError(err, remote),
+    });
+    const input = fs.createReadStream(local);
+    let done = 0;
+    let movedAt = Date.now();
+    let stalled = false;
+    input.on('data', (chunk) => {
+      done += chunk.length;
+      movedAt = Date.now();
+      progress(Math.min(done, size));
+    });
+    const watchdog = setInterval(
+      () => {
+        if (Date.now() - movedAt <= this.o.timeoutMs) return;
+        stalled = true;
+        const err = new DriverError('driver.timeout', `The flash upload made no progress for ${this.o.timeoutMs} ms`);
+        input.destroy(err);
+        out.destroy(err);
+      },
+      Math.min(1000, Math.ceil(this.o.timeoutMs / 4)),
+    );
+    watchdog.unref();
+    try {
+      await pipeline(input, out);
+    } catch (err) {
+      // A session that stopped answering is dropped: the next call opens a new one.
+      if (stalled) this.pool.reset();
+      throw err instanceof DriverError ? err : sftpError(err, remote);
+    } finally {
+      clearInterval(watchdog);
+    }
   }
 
   async restoreDefault(): Promise<void> {
@@ -322,6 +423,11 @@ export class SshDriver implements BoardDriver {
 
   async callPlugin(topic: string, data: string, nodeId: string): Promise<string> {
     const argv = this.need(Capability.plugin, 'plugin');
+    // Topic and nodeId become arguments of a command the lab configured (on a lab host, perhaps one
+    // that drives several boards): a name, never an option of that command. Data is passed as is;
+    // a plugin command that parses options should end its configured argv with `--`.
+    if (!PLUGIN_NAME.test(topic)) throw new DriverError('plugin.unknown', 'Unknown plugin');
+    if (nodeId.startsWith('-')) throw new DriverError('plugin.unknown', 'A node id cannot start with "-"');
     try {
       return await this.runArgv([...argv, topic, data, nodeId], this.o.timeoutMs * 2);
     } catch (err) {
@@ -350,4 +456,51 @@ export class SshDriver implements BoardDriver {
       throw err;
     }
   }
+}
+
+/** Longest line of a flash tool's output kept in the job's log. */
+const TOOL_LINE_MAX = 300;
+
+/**
+ * Reads a flash tool's output as it comes: lines (split at `\n` or `\r`) become log lines without
+ * control characters; the last percentage in a line moves the progress, in the verifying phase once
+ * a line mentioned verification.
+ */
+export function flashToolProgress(onProgress: (p: FlashProgress) => void): { feed: (text: string) => void; end: () => void } {
+  let rest = '';
+  let verifying = false;
+  let lastLine = '';
+  const line = (raw: string) => {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
+    const text = raw.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/[\x00-\x1f\x7f]/g, '').trim().slice(0, TOOL_LINE_MAX);
+    if (!text) return;
+    if (/verif/i.test(text)) verifying = true;
+    const all = [...text.matchAll(/(\d{1,3}(?:\.\d+)?)\s*%/g)];
+    const pct = all.length ? Math.min(100, Number(all[all.length - 1][1])) : null;
+    // A tool redrawing one progress line many times a second logs only when the text changes.
+    const log = text !== lastLine ? text : undefined;
+    lastLine = text;
+    if (pct === null) {
+      if (log) onProgress({ phase: verifying ? 'verifying' : 'writing', percent: verifying ? 0 : 50, log });
+      return;
+    }
+    onProgress(
+      verifying
+        ? { phase: 'verifying', percent: Math.floor(pct), log }
+        : { phase: 'writing', percent: 50 + Math.floor(pct / 2), log },
+    );
+  };
+  return {
+    feed: (text) => {
+      rest += text;
+      const parts = rest.split(/[\r\n]/);
+      rest = parts.pop() ?? '';
+      if (rest.length > 4096) rest = rest.slice(-4096);
+      for (const p of parts) line(p);
+    },
+    end: () => {
+      if (rest) line(rest);
+      rest = '';
+    },
+  };
 }
