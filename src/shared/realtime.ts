@@ -21,8 +21,10 @@
 //
 // | destination                        | frame     | who may use it                                  |
 // |------------------------------------|-----------|-------------------------------------------------|
-// | /topic/shell/{shellId}             | SUBSCRIBE | the user whose apply opened the shell           |
-// | /app/shell/{shellId}/input         | SEND      | a connection subscribed to that shell           |
+// | /topic/shell/{shellId}             | SUBSCRIBE | the user whose apply opened the shell; guests   |
+// |                                    |           | of a joined shell (src/shared/share.ts)         |
+// | /app/shell/{shellId}/input         | SEND      | a connection subscribed to that shell (a guest  |
+// |                                    |           | only once the host granted input; else dropped) |
 // | /app/shell/{shellId}/resize        | SEND      | same; body JSON {cols, rows}                    |
 // | /app/shell/{shellId}/ack           | SEND      | same; header `offset`                           |
 // | /topic/board/{deviceId}            | SUBSCRIBE | a user holding the board through a live apply   |
@@ -38,6 +40,8 @@
 //   event:refused  error:<key>    the SUBSCRIBE was refused (not found / not yours / apply ended);
 //                                 the subscription does not exist on the server.
 //   event:closed   reason:<key>   the shell ended (see ShellCloseReason) or the subscription was cut.
+//   event:presence                who watches a joined shell; JSON body SharePresence (share.ts),
+//                                 sent to every viewer whenever it changes.
 // Refusals are not fatal so that one stale topic never takes down the tab's other subscriptions.
 //
 // Flow control: the console acknowledges the absolute offset it has *processed* (xterm parsed it)
@@ -128,7 +132,7 @@ export function parseDestination(dest: string): ParsedDestination | null {
 }
 
 /** Headers of events on a subscription (MESSAGE without output). */
-export const RealtimeEvent = { refused: 'refused', closed: 'closed' } as const;
+export const RealtimeEvent = { refused: 'refused', closed: 'closed', presence: 'presence' } as const;
 export type RealtimeEvent = (typeof RealtimeEvent)[keyof typeof RealtimeEvent];
 
 /** Why a shell ended; the console words each through locales/<lng>/terminal.json `closed.<key>`. */
@@ -138,10 +142,18 @@ export const ShellCloseReason = {
   applyEnded: 'apply.ended',
   leaseExpired: 'lease.expired',
   boardReset: 'board.reset',
+  /** A flash job started on the board: its files are being replaced (the serial console stays open). */
+  boardFlashing: 'board.flashing',
   boardChanged: 'board.changed_hands',
   serviceStopping: 'service.stopping',
   /** The sign-in the shell was opened with ended (logout, revocation, displacement, expiry, deactivation). */
   sessionEnded: 'session.ended',
+  /** The board's owner took the board back from this user (src/shared/share.ts). */
+  shareRevoked: 'share.revoked',
+  /** A guest of a joined shell was removed by its host (for that guest only). */
+  shareGuestRemoved: 'share.guest_removed',
+  /** The host stopped sharing a joined shell (for its guests only). */
+  shareUninvited: 'share.uninvited',
 } as const;
 export type ShellCloseReason = (typeof ShellCloseReason)[keyof typeof ShellCloseReason];
 

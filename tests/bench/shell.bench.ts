@@ -12,9 +12,9 @@
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { WebSocket, WebSocketServer } from 'ws';
+import type { PtyHandle } from '#server/boards/driver.ts';
 import { HOUR_MS } from '#shared/constants.ts';
 import { Destinations, SHELL_FLOW } from '#shared/realtime.ts';
-import type { PtyHandle } from '#server/boards/driver.ts';
 import { makeTestApp } from '../integration/helpers/app.ts';
 import { connectStomp, type TestStompClient } from '../integration/helpers/stomp-client.ts';
 import { makeUser } from '../integration/helpers/users.ts';

@@ -2,16 +2,14 @@
 // protocol error, a client that stops reading its socket costs the service a bounded backlog (the
 // shell's ring is the buffer, the PTY pauses), a flood of frames is read no faster than it is
 // handled, and a closed connection leaves nothing behind in the hub or on the bus.
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realtimeFeature } from '#server/realtime/realtime.feature.ts';
 import type { StompConnection } from '#server/realtime/connection.ts';
 import { Destinations, SHELL_FLOW } from '#shared/realtime.ts';
-import { makeTestApp, type TestApp } from './helpers/app.ts';
+import type { TestApp } from './helpers/app.ts';
+import { startRealtimeApp } from './helpers/realtime-app.ts';
 import { openShell, ShellFollower } from './helpers/shell-client.ts';
 import { connectStomp, type TestStompClient } from './helpers/stomp-client.ts';
 import { testAppliesFeature } from './helpers/test-applies.ts';
-import { testBoardsFeature } from './helpers/test-pty-driver.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -39,9 +37,7 @@ describe('flow control that does not believe the client', () => {
   let seq = 0;
 
   beforeAll(async () => {
-    t = await makeTestApp({ features: [applies, testBoardsFeature(), realtimeFeature] });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (t.app.server.address() as AddressInfo).port;
+    ({ t, port } = await startRealtimeApp({ applies }));
     alice = await makeUser(t.app);
   });
   afterAll(() => t?.close());

@@ -1,19 +1,15 @@
 // A sign-in ended on one instance ends the realtime connections and shells another instance holds:
 // the revocation travels over the Redis bus. Two instances share one PostgreSQL database and Redis.
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { identityFeature } from '#server/identity/identity.routes.ts';
-import { realtimeFeature } from '#server/realtime/realtime.feature.ts';
 import { systemFeature } from '#server/system/system.routes.ts';
-import { freshStorage, makeTestApp, type TestApp } from './helpers/app.ts';
+import type { TestApp } from './helpers/app.ts';
+import { startTwoInstances, type TwoInstances } from './helpers/realtime-app.ts';
 import { openShell, ShellFollower } from './helpers/shell-client.ts';
 import { connectStomp } from './helpers/stomp-client.ts';
 import { testAppliesFeature } from './helpers/test-applies.ts';
-import { testBoardsFeature } from './helpers/test-pty-driver.ts';
 import { makeUser } from './helpers/users.ts';
 
-const REDIS_URL = process.env.REDIS_URL_TEST ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-process.env.DATABASE_URL ??= 'postgresql://postgres@127.0.0.1:5432/test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The bus's handler count (read without assuming the method, so the test fails on behaviour first). */
 const busStats = (t: TestApp) =>
@@ -23,27 +19,18 @@ const busStats = (t: TestApp) =>
   };
 
 describe('ending a sign-in across instances', () => {
-  let db: Awaited<ReturnType<typeof freshStorage>>;
+  let two: TwoInstances;
   let a: TestApp;
   let b: TestApp;
   let portB: number;
   const applies = testAppliesFeature();
 
   beforeAll(async () => {
-    db = await freshStorage();
-    const env = { REDIS_URL };
-    const features = () => [systemFeature, applies, testBoardsFeature(), realtimeFeature, identityFeature];
-    a = await makeTestApp({ storage: db.storage, env, features: features() });
-    b = await makeTestApp({ storage: db.storage, env, features: features() });
-    await b.app.listen({ port: 0, host: '127.0.0.1' });
-    portB = (b.app.server.address() as AddressInfo).port;
+    two = await startTwoInstances({ applies, before: [systemFeature], after: [identityFeature] });
+    a = two.a.t;
+    ({ t: b, port: portB } = two.b);
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await db?.storage.close();
-    await db?.drop();
-  });
+  afterAll(() => two?.close());
 
   it('closes the connection and the shell held by instance B when the token is revoked on instance A', async () => {
     expect(a.app.bus.kind).toBe('redis');

@@ -4,26 +4,26 @@
 // closes), end the shells opened with that sign-in, and deactivation also ends the user's leases.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HOUR_MS } from '#shared/constants.ts';
-import { Destinations } from '#shared/realtime.ts';
-import { parseMessage } from '#shared/stomp-codec.ts';
 import { issueCredential } from '#server/auth/tokens.ts';
 import { ManualClock } from '#server/clock.ts';
-import type { Feature } from '#server/feature.ts';
 import { identityFeature } from '#server/identity/identity.routes.ts';
 import { leasesFeature } from '#server/leases/leases.routes.ts';
 import { realtimeFeature } from '#server/realtime/realtime.feature.ts';
 import { systemFeature } from '#server/system/system.routes.ts';
+import { HOUR_MS } from '#shared/constants.ts';
+import { Destinations } from '#shared/realtime.ts';
+import { parseMessage } from '#shared/stomp-codec.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
+import { listenOnLoopback, startRealtimeApp } from './helpers/realtime-app.ts';
 import { openShell, ShellFollower } from './helpers/shell-client.ts';
+import { loginEncryptor } from './helpers/sign-in.ts';
 import { connectStomp, type TestStompClient } from './helpers/stomp-client.ts';
 import { testAppliesFeature } from './helpers/test-applies.ts';
-import { TestPtyDriver, testBoardsFeature } from './helpers/test-pty-driver.ts';
+import { testBoardsFeature } from './helpers/test-pty-driver.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 import { call, endIn, H48, makeBoard } from './leases.fixtures.ts';
 
@@ -31,32 +31,6 @@ const ADMIN_PASSWORD = 'Adm1n-secret!';
 /** How soon after the ending call returns the ERROR must be on the wire and the socket closed. */
 const BOUND_MS = 1500;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The board lab as leases need it, with shells on test PTYs and an instant restore. */
-function testLabFeature(): Feature {
-  const drivers = new Map<string, TestPtyDriver>();
-  return {
-    name: 'test-lab',
-    setup(app: FastifyInstance) {
-      app.decorate('boards', {
-        driver(id: string) {
-          let d = drivers.get(id);
-          if (!d) {
-            d = new TestPtyDriver(id);
-            drivers.set(id, d);
-          }
-          return d;
-        },
-        setState: async () => null,
-        resetToDefault: async () => null,
-        recentMetrics: async () => [],
-      } as never);
-    },
-    async stop() {
-      for (const d of drivers.values()) await d.stop();
-    },
-  };
-}
 
 interface Held {
   c: TestStompClient;
@@ -97,6 +71,12 @@ function tryAfterError(c: TestStompClient, shellId: string, file: string): Promi
   });
 }
 
+/** Waits (bounded) for a shell to end. */
+async function waitForShellEnd(app: FastifyInstance, shellId: string, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!app.shells.stats(shellId)[0]?.ended && Date.now() < deadline) await sleep(20);
+}
+
 async function expectEnded(
   app: FastifyInstance,
   port: number,
@@ -114,8 +94,7 @@ async function expectEnded(
   expect(closed, 'socket closed').not.toBeNull();
   await h.afterError;
   // The shell ended with the session, and what was typed after the ERROR never ran.
-  const deadline = Date.now() + BOUND_MS;
-  while (!app.shells.stats(h.shellId)[0]?.ended && Date.now() < deadline) await sleep(20);
+  await waitForShellEnd(app, h.shellId, BOUND_MS);
   expect(app.shells.stats(h.shellId)[0].ended).toBe('session.ended');
   await sleep(300);
   expect(fs.existsSync(file)).toBe(false);
@@ -144,19 +123,10 @@ describe('realtime connections end with their sign-in', () => {
         BIANBU_STOMP_HEARTBEAT_MS: '1000',
         BIANBU_LEASE_TICK_MS: '0',
       },
-      features: [systemFeature, testLabFeature(), leasesFeature, realtimeFeature, identityFeature],
+      features: [systemFeature, testBoardsFeature(), leasesFeature, realtimeFeature, identityFeature],
     });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (t.app.server.address() as AddressInfo).port;
-    const publicKey = (await t.app.inject({ method: 'GET', url: '/api/user/public-key' })).json().data
-      .publicKey;
-    encrypt = (s) =>
-      crypto
-        .publicEncrypt(
-          { key: publicKey, padding: crypto.constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
-          Buffer.from(s),
-        )
-        .toString('base64');
+    port = await listenOnLoopback(t);
+    encrypt = await loginEncryptor(t.app);
   });
   afterAll(() => t?.close());
 
@@ -295,6 +265,32 @@ describe('realtime connections end with their sign-in', () => {
     bystander.c.close();
   });
 
+  it('expiry ends the shells opened with the token while no connection is open', async () => {
+    const frank = await makeUser(t.app);
+    const token = await issueCredential(t.storage.db, frank.id, 'access', {
+      ttlMs: HOUR_MS,
+      now: clock.now(),
+    });
+    const user = { ...frank, token, headers: { authorization: token } };
+    // One shell opened with the expiring token, one with another of the user's tokens.
+    const h = await hold(user, marker());
+    const kept = await hold(frank, marker());
+    h.c.close();
+    await h.c.closed;
+    await sleep(1200); // a sweep or two with the shell known and its token live
+    expect(t.app.shells.stats(h.shellId)[0].ended).toBeNull();
+    const before = clock.now();
+    clock.advance(HOUR_MS + 1000);
+    try {
+      await waitForShellEnd(t.app, h.shellId, BOUND_MS);
+      expect(t.app.shells.stats(h.shellId)[0].ended).toBe('session.ended');
+    } finally {
+      clock.set(before);
+    }
+    await expectAlive(kept);
+    kept.c.close();
+  });
+
   it('expiry ends the connection when the service clock passes the token’s end', async () => {
     const dave = await makeUser(t.app);
     const token = await issueCredential(t.storage.db, dave.id, 'access', {
@@ -320,9 +316,7 @@ describe('realtime connections end when their token expires (wall clock)', () =>
   const applies = testAppliesFeature();
 
   beforeAll(async () => {
-    t = await makeTestApp({ features: [applies, testBoardsFeature(), realtimeFeature] });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (t.app.server.address() as AddressInfo).port;
+    ({ t, port } = await startRealtimeApp({ applies }));
   });
   afterAll(() => t?.close());
 
@@ -346,5 +340,22 @@ describe('realtime connections end when their token expires (wall clock)', () =>
       afterError: tryAfterError(c, shellId, file),
     };
     await expectEnded(t.app, port, h, token, 50014, 'auth.token_expired', expiresAt, file);
+  });
+
+  it('closes a shell at its token’s expiry with no connection open', async () => {
+    const gail = await makeUser(t.app);
+    const ttl = 2000;
+    const token = await issueCredential(t.storage.db, gail.id, 'access', { ttlMs: ttl });
+    const expiresAt = Date.now() + ttl;
+    applies.applies.set('ex2', { applyId: 'ex2', deviceId: 'board-ex2', userId: gail.id, leaseId: 'l-ex2' });
+    const shellId = await openShell(t.app, { ...gail, token, headers: { authorization: token } }, 'ex2');
+    // Another shell of the user, opened with a token that stays valid, stays open.
+    applies.applies.set('ex3', { applyId: 'ex3', deviceId: 'board-ex3', userId: gail.id, leaseId: 'l-ex3' });
+    const other = await openShell(t.app, gail, 'ex3');
+    await waitForShellEnd(t.app, shellId, ttl + BOUND_MS);
+    expect(t.app.shells.stats(shellId)[0].ended).toBe('session.ended');
+    expect(Date.now() - expiresAt).toBeLessThan(BOUND_MS);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt - 50);
+    expect(t.app.shells.stats(other)[0].ended).toBeNull();
   });
 });

@@ -1,21 +1,17 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realtimeFeature } from '#server/realtime/realtime.feature.ts';
 import { Destinations } from '#shared/realtime.ts';
 import { bodyText } from '#shared/stomp-codec.ts';
-import { freshStorage, makeTestApp, type TestApp } from './helpers/app.ts';
+import type { TestApp } from './helpers/app.ts';
+import { startTwoInstances, type TwoInstances } from './helpers/realtime-app.ts';
 import { openShell, ShellFollower } from './helpers/shell-client.ts';
 import { connectStomp } from './helpers/stomp-client.ts';
 import { testAppliesFeature } from './helpers/test-applies.ts';
-import { testBoardsFeature } from './helpers/test-pty-driver.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 
 // Two service instances on one PostgreSQL database and one Redis, as in a scaled-out deployment.
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-process.env.DATABASE_URL ??= 'postgresql://postgres@127.0.0.1:5432/test';
 
 describe('two instances sharing Redis and PostgreSQL', () => {
-  let db: Awaited<ReturnType<typeof freshStorage>>;
+  let two: TwoInstances;
   let a: TestApp;
   let b: TestApp;
   let portA: number;
@@ -23,29 +19,13 @@ describe('two instances sharing Redis and PostgreSQL', () => {
   const applies = testAppliesFeature();
 
   beforeAll(async () => {
-    db = await freshStorage();
-    const env = { REDIS_URL };
-    a = await makeTestApp({
-      storage: db.storage,
-      env,
-      features: [applies, testBoardsFeature(), realtimeFeature],
-    });
-    b = await makeTestApp({
-      storage: db.storage,
-      env,
-      features: [applies, testBoardsFeature(), realtimeFeature],
-    });
-    await a.app.listen({ port: 0, host: '127.0.0.1' });
-    portA = (a.app.server.address() as AddressInfo).port;
+    two = await startTwoInstances({ applies });
+    ({ t: a, port: portA } = two.a);
+    b = two.b.t;
     alice = await makeUser(b.app);
     applies.applies.set('ra', { applyId: 'ra', deviceId: 'board-r', userId: alice.id, leaseId: 'lr' });
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await db?.storage.close();
-    await db?.drop();
-  });
+  afterAll(() => two?.close());
 
   it('uses PostgreSQL and the Redis bus on both instances', () => {
     expect(a.app.storage.kind).toBe('postgres');

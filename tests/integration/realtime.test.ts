@@ -1,12 +1,10 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realtimeFeature } from '#server/realtime/realtime.feature.ts';
 import { Destinations } from '#shared/realtime.ts';
 import { bodyText } from '#shared/stomp-codec.ts';
-import { makeTestApp, type TestApp } from './helpers/app.ts';
+import type { TestApp } from './helpers/app.ts';
+import { startRealtimeApp } from './helpers/realtime-app.ts';
 import { connectStomp, openSocket, wsUrl } from './helpers/stomp-client.ts';
 import { testAppliesFeature } from './helpers/test-applies.ts';
-import { testBoardsFeature } from './helpers/test-pty-driver.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 
 describe('the realtime endpoint', () => {
@@ -17,16 +15,14 @@ describe('the realtime endpoint', () => {
   const applies = testAppliesFeature();
 
   beforeAll(async () => {
-    t = await makeTestApp({
-      features: [applies, testBoardsFeature(), realtimeFeature],
+    ({ t, port } = await startRealtimeApp({
+      applies,
       env: {
         BIANBU_PUBLIC_URL: 'http://console.example:8080',
         BIANBU_ALLOWED_ORIGINS: 'https://extra.example',
         BIANBU_STOMP_HEARTBEAT_MS: '300',
       },
-    });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (t.app.server.address() as AddressInfo).port;
+    }));
     alice = await makeUser(t.app);
     bob = await makeUser(t.app);
     applies.applies.set('apply-a', {

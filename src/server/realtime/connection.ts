@@ -51,6 +51,7 @@ export interface ConnectionOptions {
   /** Interval the server asks the client to send heart-beats at (ms). */
   heartbeatMs: number;
   connectTimeoutMs: number;
+  /** The client's address (trust-aware: a trusted proxy's X-Forwarded-For, else the socket peer). */
   ip: string;
   maxSubscriptions: number;
   /** A socket that takes nothing queued for this long is closed (default SLOW_CONSUMER_MS). */
@@ -124,6 +125,11 @@ export class StompConnection {
 
   get closed(): boolean {
     return this.state === 'closed';
+  }
+
+  /** The client's address, as records of this connection name it. */
+  get ip(): string {
+    return this.opts.ip;
   }
 
   /** Bytes coalesced for this connection's shell views, waiting for the socket to drain. */
@@ -362,6 +368,10 @@ export class StompConnection {
       }),
     );
     this.receipt(f);
+    this.opts.app.log.info(
+      { session: this.sessionId, userId: user.id, ip: this.opts.ip, applyId: this.apply?.applyId },
+      'realtime connected',
+    );
     this.armExpiry();
   }
 
@@ -405,10 +415,13 @@ export class StompConnection {
       this.fail(RealtimeErrorKey.forbidden, 'Not subscribed to this shell', 40300, f);
       return;
     }
-    if (!views.some((v) => v.state === 'live')) return; // ended or still attaching: input is dropped
+    const live = views.find((v) => v.state === 'live');
+    if (!live) return; // ended or still attaching: input is dropped
     const channel = shellIn(d.id);
     if (d.kind === 'shellInput') {
-      if (f.body.length) this.opts.bus.publish(channel, { h: { t: 'input' }, data: Buffer.from(f.body) });
+      // The viewer id lets the shell tell its host's input from a guest's (joined shells).
+      if (f.body.length)
+        this.opts.bus.publish(channel, { h: { t: 'input', v: live.viewerId }, data: Buffer.from(f.body) });
     } else if (d.kind === 'shellResize') {
       let size: unknown;
       try {
@@ -560,7 +573,17 @@ export class StompConnection {
       return;
     }
     const from = offset !== undefined && /^\d{1,15}$/.test(offset) ? Number(offset) : -1;
-    this.opts.bus.publish(shellIn(shellId), { h: { t: 'attach', v: view.viewerId, u: this.user!.id, from } });
+    // A guest of a joined shell is checked here, in storage (src/server/share); the shell's owner
+    // trusts the flag as it trusts `u`.
+    const guest = (await this.opts.app.shellGuest?.(this.user!.id, shellId).catch(() => false)) ? 1 : 0;
+    if (this.subs.get(id) !== view || this.closed) {
+      if (timer) clearTimeout(timer);
+      view.attached = undefined;
+      return;
+    }
+    this.opts.bus.publish(shellIn(shellId), {
+      h: { t: 'attach', v: view.viewerId, u: this.user!.id, from, g: guest, n: this.user!.username },
+    });
     const a = await answer;
     if (timer) clearTimeout(timer);
     view.attached = undefined;

@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { SessionEnd } from '#server/auth/tokens.ts';
+import { clientAddress, type ProxyTrust, proxyTrust, publicHost } from '#server/http/trusted-proxies.ts';
 import { EXPIRED, sessionEndOf } from '#server/auth/tokens.ts';
 import { type BoardStateEvent, STOMP_LIMITS, type UserNotification, WS_PATH } from '#shared/realtime.ts';
 import {
@@ -25,6 +26,11 @@ export interface HubOptions {
   heartbeatMs: number;
   /** Origins allowed besides the request's own (BIANBU_PUBLIC_URL and BIANBU_ALLOWED_ORIGINS). */
   allowedOrigins: string[];
+  /**
+   * BIANBU_TRUSTED_PROXIES: only from these peers are X-Forwarded-For (the client's address, as
+   * connections record it) and X-Forwarded-Host (the request's own origin) believed.
+   */
+  trustedProxies?: readonly string[];
   connectTimeoutMs?: number;
   maxSubscriptions?: number;
   /** Service time (ms) by which token expiry is judged: the app's clock. */
@@ -55,6 +61,7 @@ export class RealtimeHub {
   private unsubscribeCtl: (() => void) | null = null;
   private server: Server | null = null;
   private readonly allowed: Set<string>;
+  private readonly trusted: ProxyTrust;
 
   constructor(
     private readonly app: FastifyInstance,
@@ -62,6 +69,7 @@ export class RealtimeHub {
     private readonly opts: HubOptions,
   ) {
     this.allowed = new Set(opts.allowedOrigins);
+    this.trusted = proxyTrust(opts.trustedProxies ?? []);
     this.wss = new WebSocketServer({
       noServer: true,
       perMessageDeflate: false,
@@ -146,14 +154,19 @@ export class RealtimeHub {
     return { connections: this.connections.size, pendingBytes, backlogBytes };
   }
 
-  /** Same-origin pages, the configured console origin and the extra allowed list may connect;
-   * clients that send no Origin (the cli, scripts) are not browsers acting for someone else. */
+  /**
+   * Same-origin pages, the configured console origin and the extra allowed list may connect;
+   * clients that send no Origin (the cli, scripts) are not browsers acting for someone else. The
+   * request's own host is the trust-aware one: a trusted proxy's X-Forwarded-Host, else Host.
+   */
   originAllowed(req: IncomingMessage): boolean {
     const origin = req.headers.origin;
     if (!origin) return true;
     if (this.allowed.has(origin)) return true;
+    const host = publicHost(req, this.trusted);
+    if (!host) return false;
     try {
-      return new URL(origin).host === req.headers.host;
+      return new URL(origin).host === host;
     } catch {
       return false;
     }
@@ -175,7 +188,7 @@ export class RealtimeHub {
         connectTimeoutMs: this.opts.connectTimeoutMs ?? 10_000,
         maxSubscriptions: this.opts.maxSubscriptions ?? 256,
         slowConsumerMs: this.opts.slowConsumerMs,
-        ip: req.socket.remoteAddress ?? '',
+        ip: clientAddress(req, this.trusted),
         onClose: (c) => this.connections.delete(c),
         onSessionEnded: (c, end) => {
           if (c.user) this.endCredentials([c.user.credentialId], end);

@@ -1,13 +1,25 @@
 // The realtime feature: the bus (app.bus), the /ws STOMP endpoint (app.realtime) and the shell
-// sessions (app.shells) with their two HTTP calls.
+// sessions (app.shells) with their two HTTP calls; the shells' sign-ins are watched for expiry
+// (session-expiry.ts) so they end on time with no socket open.
 import type { EventEmitter } from 'node:events';
 import type { Feature } from '#server/feature.ts';
 import { ShellManager } from '#server/shells/manager.ts';
 import { driverLookup, shellRoutes } from '#server/shells/shells.routes.ts';
 import { type Bus, MemoryBus, RedisBus } from './bus.ts';
 import { allowedOriginsFromConfig, RealtimeHub } from './hub.ts';
+import { SignInWatch } from './session-expiry.ts';
 
 const stopListening = new WeakMap<object, () => void>();
+const watches = new WeakMap<object, SignInWatch>();
+
+/** Credential ids of the live shells this instance owns. */
+function* shellCredentials(shells: ShellManager): Iterable<string> {
+  for (const s of shells.stats()) {
+    if (s.ended) continue;
+    const id = shells.get(s.id)?.meta.credentialId;
+    if (id) yield id;
+  }
+}
 
 export const realtimeFeature: Feature = {
   name: 'realtime',
@@ -30,6 +42,7 @@ export const realtimeFeature: Feature = {
           app.config.BIANBU_PUBLIC_URL,
           app.config.BIANBU_ALLOWED_ORIGINS,
         ),
+        trustedProxies: app.config.BIANBU_TRUSTED_PROXIES,
         now: () => app.clock.now().getTime(),
       }),
     );
@@ -39,6 +52,17 @@ export const realtimeFeature: Feature = {
   async start(app) {
     await app.shells.start();
     await app.realtime.start(app.server);
+    const watch = new SignInWatch({
+      db: () => app.storage.db,
+      live: () => shellCredentials(app.shells),
+      end: (ids, end) => app.realtime.endCredentials(ids, end),
+      now: () => app.clock.now().getTime(),
+      // As often as the hub sweeps for silent clients, within [250 ms, 5 s]; the next expiry is waited for exactly.
+      intervalMs: Math.min(5000, Math.max(250, Math.floor(app.config.BIANBU_STOMP_HEARTBEAT_MS / 2))),
+      onError: (err) => app.log.warn({ err }, 'checking the shells’ sign-ins failed'),
+    });
+    watch.start();
+    watches.set(app, watch);
     // Board state changes made on this instance go to every holder's console, on every instance.
     const events = (app as { boards?: { events?: EventEmitter } }).boards?.events;
     if (events) {
@@ -50,6 +74,7 @@ export const realtimeFeature: Feature = {
   },
   async stop(app) {
     stopListening.get(app)?.();
+    await watches.get(app)?.stop();
     await app.realtime.stop();
     await app.shells.stop();
     await app.bus.close();

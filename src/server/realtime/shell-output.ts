@@ -7,12 +7,16 @@
 // and the stream continues where it stopped. A view's `next` is what was sent (queued) to it, the
 // ceiling of what its client may acknowledge — so a client that does not read cannot let the PTY run.
 //
-// Output goes out at once when nothing is in flight and is coalesced only while a send is still being
-// written: no timer ever holds a keystroke's echo.
+// Output goes out at once when nothing is in flight, except while a subscription streams (see
+// coalesce.ts): then chunks are held for at most COALESCE.flushMs or COALESCE.maxBytes and leave as
+// one frame. A keystroke's echo, or the first chunk after a pause, is never held. Output is also
+// coalesced while a send is still being written, until it drains.
+// Per frame: the head's constant part is escaped once per subscription, the frame is one allocation.
 import { OWNER_ANSWER_TIMEOUT_MS, shellIn } from '#server/shells/bus-protocol.ts';
 import { RealtimeEvent, SHELL_FLOW } from '#shared/realtime.ts';
-import { serializeHead } from '#shared/stomp-codec.ts';
+import { escapeHeader, serializeFrame } from '#shared/stomp-codec.ts';
 import type { BusMessage } from './bus.ts';
+import { COALESCE, type CoalescePolicy, holdOutput } from './coalesce.ts';
 
 export interface ShellView {
   kind: 'shell';
@@ -28,7 +32,12 @@ export interface ShellView {
   acked: number;
   pending: Buffer[];
   pendingBytes: number;
+  /** The constant head of its output MESSAGEs (command, subscription, destination, content-type), escaped once. */
+  head: Buffer;
   pendingOffset: number;
+  /** When its last output frame went out (ShellOutput's clock) and how many bytes it carried. */
+  lastSentAt: number;
+  lastSentBytes: number;
   /** The socket could not take its output: the ring holds it from `next` on. */
   behind: boolean;
   /** When a fetch from the ring went out (0: none in flight). */
@@ -50,7 +59,19 @@ export interface OutputPort {
   publish(channel: string, msg: BusMessage): void;
 }
 
-const NUL = Buffer.from([0]);
+/** Time and the flush timer (tests pass fake ones). */
+export interface OutputClock {
+  now(): number;
+  setTimer(fn: () => void, ms: number): unknown;
+  clearTimer(t: unknown): void;
+}
+
+const realClock: OutputClock = {
+  now: () => performance.now(),
+  setTimer: (fn, ms) => setTimeout(fn, ms),
+  clearTimer: (t) => clearTimeout(t as NodeJS.Timeout),
+};
+
 const EMPTY = Buffer.alloc(0);
 
 export class ShellOutput {
@@ -58,10 +79,14 @@ export class ShellOutput {
   pendingBytes = 0;
   private readonly dirty = new Set<ShellView>();
   private readonly lagging = new Set<ShellView>();
+  /** Flushes held output (armed while a view's output is held for coalescing). */
+  private timer: unknown = null;
 
   constructor(
     private readonly io: OutputPort,
     private readonly limit: number = SHELL_FLOW.socketBacklogBytes,
+    private readonly clock: OutputClock = realClock,
+    private readonly policy: CoalescePolicy = COALESCE,
   ) {}
 
   newView(id: string, destination: string, shellId: string, viewerId: string): ShellView {
@@ -77,7 +102,12 @@ export class ShellOutput {
       acked: -1,
       pending: [],
       pendingBytes: 0,
+      head: Buffer.from(
+        `MESSAGE\nsubscription:${escapeHeader(id)}\ndestination:${escapeHeader(destination)}\ncontent-type:application/octet-stream\n`,
+      ),
       pendingOffset: 0,
+      lastSentAt: Number.NEGATIVE_INFINITY,
+      lastSentBytes: 0,
       behind: false,
       fetchAt: 0,
       exit: null,
@@ -123,6 +153,13 @@ export class ShellOutput {
         return;
       case 'refused':
         if (h.v === view.viewerId) view.attached?.({ ok: false, key: String(h.key) });
+        return;
+      case 'kick':
+        // A guest removed from a joined shell: this view ends, the shell goes on for the others.
+        if (h.v === view.viewerId && view.state === 'live') this.finish(view, String(h.reason ?? ''), null);
+        return;
+      case 'presence':
+        if (view.state === 'live') this.presence(view, h);
         return;
       case 'exit': {
         if (view.state !== 'live') return;
@@ -217,6 +254,24 @@ export class ShellOutput {
     }
   }
 
+  /** Who watches a joined shell: an event with a JSON body (SharePresence, src/shared/share.ts). */
+  private presence(view: ShellView, h: Record<string, unknown>): void {
+    this.flushView(view);
+    this.io.sendFrame(
+      serializeFrame({
+        command: 'MESSAGE',
+        headers: {
+          subscription: view.id,
+          'message-id': this.io.messageId(),
+          destination: view.destination,
+          event: RealtimeEvent.presence,
+          'content-type': 'application/json',
+        },
+        body: Buffer.from(JSON.stringify({ shellId: h.shellId, users: h.users })),
+      }),
+    );
+  }
+
   private finish(view: ShellView, reason: string, code: unknown): void {
     this.flushView(view);
     view.state = 'closed';
@@ -231,18 +286,32 @@ export class ShellOutput {
     });
   }
 
-  /** Sends at once when the socket is idle; otherwise accumulates until the in-flight send drains. */
+  /**
+   * Sends at once when the socket is idle and the view is not streaming; otherwise accumulates until
+   * the flush timer, COALESCE.maxBytes, or (when a send is in flight) until it drains.
+   */
   private output(view: ShellView, offset: number, data: Buffer): void {
-    if (this.io.inflight() === 0 && view.pendingBytes === 0) {
-      this.sendOutput(view, offset, [data], data.length, 0);
-      return;
+    const idle = this.io.inflight() === 0;
+    if (view.pendingBytes === 0) {
+      if (idle && !holdOutput(this.clock.now(), view.lastSentAt, view.lastSentBytes, this.policy)) {
+        this.sendOutput(view, offset, [data], data.length, 0);
+        return;
+      }
+      view.pendingOffset = offset;
     }
-    if (view.pendingBytes === 0) view.pendingOffset = offset;
     view.pending.push(data);
     view.pendingBytes += data.length;
     this.pendingBytes += data.length;
     this.dirty.add(view);
+    if (idle && view.pendingBytes >= this.policy.maxBytes) this.flushView(view);
+    else if (this.timer === null) this.timer = this.clock.setTimer(this.flushHeld, this.policy.flushMs);
   }
+
+  /** The hold is over: what waits goes out now, unless a send is in flight (then on drain). */
+  private readonly flushHeld = (): void => {
+    this.timer = null;
+    if (this.io.inflight() === 0 && this.dirty.size) for (const v of [...this.dirty]) this.flushView(v);
+  };
 
   flushView(view: ShellView): void {
     if (view.pendingBytes === 0) return;
@@ -255,23 +324,32 @@ export class ShellOutput {
     this.sendOutput(view, view.pendingOffset, chunks, n, 0);
   }
 
+  /** One MESSAGE: the view's constant head, then per-frame headers, the bytes and NUL in one buffer. */
   private sendOutput(view: ShellView, offset: number, chunks: Buffer[], n: number, lost: number): void {
-    const head = serializeHead('MESSAGE', {
-      subscription: view.id,
-      'message-id': this.io.messageId(),
-      destination: view.destination,
-      'content-type': 'application/octet-stream',
-      offset: String(offset),
-      truncated: lost ? String(lost) : undefined,
-      'content-length': String(n),
-    });
-    const frame = Buffer.concat([Buffer.from(head), ...chunks, NUL], Buffer.byteLength(head) + n + 1);
+    // The rest of the head is ASCII (digits and fixed names).
+    const tail = `message-id:${this.io.messageId()}\noffset:${offset}\n${lost ? `truncated:${lost}\n` : ''}content-length:${n}\n\n`;
+    const hl = view.head.length + tail.length;
+    const frame = Buffer.allocUnsafe(hl + n + 1);
+    view.head.copy(frame, 0);
+    frame.write(tail, view.head.length, 'latin1');
+    let at = hl;
+    for (const c of chunks) {
+      frame.set(c, at);
+      at += c.length;
+    }
+    frame[at] = 0;
+    view.lastSentAt = this.clock.now();
+    view.lastSentBytes = n;
     this.io.sendFrame(frame);
   }
 
-  /** A send completed: flush what was coalesced once nothing is in flight, then catch up. */
+  /**
+   * A send completed: flush what was coalesced once nothing is in flight (unless it is being held:
+   * the timer flushes it), then catch up.
+   */
   drained(): void {
-    if (this.io.inflight() === 0 && this.dirty.size) for (const v of [...this.dirty]) this.flushView(v);
+    if (this.io.inflight() === 0 && this.timer === null && this.dirty.size)
+      for (const v of [...this.dirty]) this.flushView(v);
     if (this.lagging.size) this.catchUp();
   }
 
@@ -287,6 +365,8 @@ export class ShellOutput {
   }
 
   clear(): void {
+    if (this.timer !== null) this.clock.clearTimer(this.timer);
+    this.timer = null;
     this.dirty.clear();
     this.lagging.clear();
     this.pendingBytes = 0;

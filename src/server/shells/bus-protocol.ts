@@ -4,10 +4,17 @@
 // shell.{id}.in   front → owner   attach {v, u, from} | detach {v} | keep {v} | input (data)
 //                                 | resize {cols, rows} | ack {v, o} | close {applyId, reason}
 //                                 | fetch {v, from, max}
+//                                 joined shells: attach also {g: 1 (a checked guest), n (username)};
+//                                 input {v} (dropped unless v may type) | grant {u, input}
+//                                 | kickUser {u, reason} | kickGuests {reason} | describe {r}
+//                                 | job {r, applyId} (is a foreground job running; owner's apply only)
 // shell.{id}.out  owner → fronts  data {o} (data) | replay {v, o, lost} (data) | refused {v, key}
 //                                 | catchup {v, o, lost, end} (data) | exit {reason, code}
+//                                 | kick {v, reason} | presence {shellId, users} | meta {r, userId, ...}
+//                                 | jobState {r, state, command}
 // rt.ctl          anyone → all    closeApply {applyId, reason} | closeBoard {deviceId, reason}
 //                                 | endSessions {ids?, userId?, code, key, message}
+//                                 | kickGuest {userId, deviceId, reason}
 //
 // `fetch` asks for at most `max` bytes of the ring from `from` for a viewer whose socket could not
 // take them when they were produced; `catchup` answers them (`end`: the ring's end then). `endSessions`

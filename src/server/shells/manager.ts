@@ -11,7 +11,13 @@ import { AppError, conflict, notFound } from '#server/errors.ts';
 import type { Bus, BusMessage } from '#server/realtime/bus.ts';
 import { ResultCode } from '#shared/codes.ts';
 import { ShellCloseReason } from '#shared/realtime.ts';
-import { MAX_SHELLS_PER_APPLY, type ShellType, shellErrorKeys } from '#shared/shells.ts';
+import {
+  MAX_SHELLS_PER_APPLY,
+  type ShellJob,
+  type ShellType,
+  shellErrorKeys,
+  shellJob,
+} from '#shared/shells.ts';
 import {
   CONTROL_CHANNEL,
   ENDED_SHELL_KEEP_MS,
@@ -137,6 +143,93 @@ export class ShellManager {
     this.bus.publish(CONTROL_CHANNEL, { h: { t: 'closeBoard', deviceId, reason } });
   }
 
+  /**
+   * Asks the instance that owns a shell (over the bus) and waits for its reply of type `reply` to this
+   * request; null when no owner answers in time.
+   */
+  private async askOwner(
+    shellId: string,
+    request: Record<string, unknown>,
+    reply: string,
+  ): Promise<Record<string, unknown> | null> {
+    const r = crypto.randomUUID();
+    let off: (() => void) | null = null;
+    const answer = new Promise<Record<string, unknown> | null>((resolve) => {
+      const timer = setTimeout(() => resolve(null), OWNER_ANSWER_TIMEOUT_MS);
+      this.bus
+        .subscribe(shellOut(shellId), (m) => {
+          if (m.h.t === reply && m.h.r === r) {
+            clearTimeout(timer);
+            resolve(m.h);
+          }
+        })
+        .then((unsub) => {
+          off = unsub;
+          this.bus.publish(shellIn(shellId), { h: { ...request, r } });
+        });
+    });
+    const h = await answer;
+    (off as (() => void) | null)?.();
+    return h;
+  }
+
+  /**
+   * Who opened a shell (its host), wherever it runs; null when no owner answers. Joined shells
+   * (src/server/share) check the host before sharing it.
+   */
+  async describe(shellId: string): Promise<{
+    userId: string;
+    applyId: string;
+    deviceId: string;
+    shellType: ShellType;
+    ended: boolean;
+  } | null> {
+    const local = this.sessions.get(shellId);
+    if (local) return { ...local.meta, ended: local.ended !== null };
+    const h = await this.askOwner(shellId, { t: 'describe' }, 'meta');
+    if (!h) return null;
+    return {
+      userId: String(h.userId),
+      applyId: String(h.applyId),
+      deviceId: String(h.deviceId),
+      shellType: h.shellType === 'serial' ? 'serial' : 'login',
+      ended: h.ended === true,
+    };
+  }
+
+  /**
+   * Whether a shell of an apply runs a foreground job, wherever it runs. A shell that is not the
+   * apply's (or does not exist, or whose owner does not answer in time) answers "not found".
+   */
+  async job(applyId: string, shellId: string): Promise<ShellJob> {
+    const local = this.sessions.get(shellId);
+    if (local) {
+      if (local.meta.applyId !== applyId) throw notFound('Shell not found', shellErrorKeys.notFound);
+      return local.job();
+    }
+    const h = await this.askOwner(shellId, { t: 'job', applyId }, 'jobState');
+    const parsed = shellJob.safeParse(h);
+    if (!parsed.success) throw notFound('Shell not found', shellErrorKeys.notFound);
+    return parsed.data;
+  }
+
+  /** Joined shells: let a guest type, or take it back (on the owning instance). */
+  grantInput(shellId: string, userId: string, input: boolean): void {
+    this.bus.publish(shellIn(shellId), { h: { t: 'grant', u: userId, input } });
+  }
+
+  /** Joined shells: one guest (`userId`) or every guest leaves the shell; the host's views stay. */
+  kickGuests(shellId: string, reason: string, userId?: string): void {
+    this.bus.publish(shellIn(shellId), {
+      h: userId === undefined ? { t: 'kickGuests', reason } : { t: 'kickUser', u: userId, reason },
+    });
+  }
+
+  /** A user leaves every joined shell on a board (their access to it ended), on every instance. */
+  kickGuestFromBoard(userId: string, deviceId: string, reason: string): void {
+    this.bus.publish(CONTROL_CHANNEL, { h: { t: 'kickGuest', userId, deviceId, reason } });
+  }
+
   /** Shells this instance owns (tests, metrics). */
   stats(shellId?: string): ShellStats[] {
     const all = [...this.sessions.values()].map((s) => s.stats());
@@ -154,11 +247,21 @@ export class ShellManager {
       return;
     }
     const reason = String(h.reason ?? ShellCloseReason.closed);
+    if (h.t === 'kickGuest') {
+      for (const s of this.sessions.values())
+        if (!s.ended && s.meta.deviceId === h.deviceId) s.kickGuests(reason, String(h.userId));
+      return;
+    }
     for (const s of this.sessions.values()) {
       if (
         (h.t === 'closeApply' && s.meta.applyId === h.applyId) ||
-        // A serial console follows the board, not its boot: it stays open through a power reset.
-        (h.t === 'closeBoard' && s.meta.deviceId === h.deviceId && !(reason === ShellCloseReason.boardReset && s.meta.shellType === 'serial'))
+        // A serial console follows the board, not its boot: it stays open through a power reset or a flash.
+        (h.t === 'closeBoard' &&
+          s.meta.deviceId === h.deviceId &&
+          !(
+            (reason === ShellCloseReason.boardReset || reason === ShellCloseReason.boardFlashing) &&
+            s.meta.shellType === 'serial'
+          ))
       )
         s.close(reason);
     }

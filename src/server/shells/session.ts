@@ -8,8 +8,9 @@
 import type { PtyHandle } from '#server/boards/driver.ts';
 import type { Bus, BusMessage } from '#server/realtime/bus.ts';
 import { SHELL_FLOW, type ShellCloseReason, shellResizeBody } from '#shared/realtime.ts';
-import type { ShellType } from '#shared/shells.ts';
+import { type ShellJob, ShellJobState, type ShellType } from '#shared/shells.ts';
 import { shellIn, shellOut, VIEWER_STALE_MS } from './bus-protocol.ts';
+import { foregroundOf } from './foreground.ts';
 import { ScrollbackRing } from './ring.ts';
 
 export interface ShellMeta {
@@ -25,6 +26,11 @@ export interface ShellMeta {
 interface Viewer {
   acked: number;
   seenAt: number;
+  /** Who watches (joined shells: the host's own viewers and guests; presence lists them). */
+  userId: string;
+  username: string;
+  /** A guest of a joined shell (src/shared/share.ts): read-only unless the host granted input. */
+  guest: boolean;
 }
 
 export interface ShellStats {
@@ -49,6 +55,10 @@ export class ShellSession {
   private unsubscribeIn: (() => void) | null = null;
   private readonly disposers: Array<() => void> = [];
   private readonly outChannel: string;
+  /** Guests the host let type (joined shells). */
+  private readonly inputs = new Set<string>();
+  /** A guest has joined once: from then on viewers get presence events (plain shells never do). */
+  private joined = false;
 
   constructor(
     readonly meta: ShellMeta,
@@ -81,6 +91,23 @@ export class ShellSession {
     };
   }
 
+  /**
+   * Whether a foreground job runs in the shell (the console asks before closing one that does).
+   * Known for login shells whose PTY runs on this host; a serial console or a remote PTY is `unknown`.
+   */
+  async job(): Promise<ShellJob> {
+    if (this.ended) return { state: ShellJobState.ended, command: null };
+    const pid = this.pty.hostPid;
+    if (this.meta.shellType !== 'login' || pid === undefined)
+      return { state: ShellJobState.unknown, command: null };
+    const fg = await foregroundOf(pid);
+    if (this.ended) return { state: ShellJobState.ended, command: null };
+    if (!fg) return { state: ShellJobState.unknown, command: null };
+    return fg.busy
+      ? { state: ShellJobState.busy, command: fg.command }
+      : { state: ShellJobState.idle, command: null };
+  }
+
   private onOutput(chunk: Buffer): void {
     if (this.ended) return;
     const o = this.ring.end;
@@ -93,7 +120,7 @@ export class ShellSession {
     const h = m.h;
     switch (h.t) {
       case 'input':
-        if (!this.ended && m.data) this.pty.write(m.data);
+        if (!this.ended && m.data && this.mayType(h.v)) this.pty.write(m.data);
         return;
       case 'ack': {
         const v = this.viewers.get(String(h.v));
@@ -114,7 +141,7 @@ export class ShellSession {
         return;
       }
       case 'attach':
-        this.attach(String(h.v), String(h.u), Number(h.from));
+        this.attach(String(h.v), String(h.u), Number(h.from), h.g === 1, typeof h.n === 'string' ? h.n : '');
         return;
       case 'detach': {
         const v = this.viewers.get(String(h.v));
@@ -122,9 +149,41 @@ export class ShellSession {
           this.lastAck = Math.max(this.lastAck, v.acked);
           this.viewers.delete(String(h.v));
           this.flow();
+          this.publishPresence();
         }
         return;
       }
+      case 'grant':
+        if (h.input === true) this.inputs.add(String(h.u));
+        else this.inputs.delete(String(h.u));
+        this.publishPresence();
+        return;
+      case 'kickUser':
+        this.kickGuests(String(h.reason ?? 'share.guest_removed'), String(h.u));
+        return;
+      case 'kickGuests':
+        this.kickGuests(String(h.reason ?? 'share.uninvited'));
+        return;
+      case 'describe':
+        this.bus.publish(this.outChannel, {
+          h: {
+            t: 'meta',
+            r: h.r,
+            userId: this.meta.userId,
+            applyId: this.meta.applyId,
+            deviceId: this.meta.deviceId,
+            shellType: this.meta.shellType,
+            ended: this.ended !== null,
+          },
+        });
+        return;
+      case 'job':
+        // Answered only for the apply that owns the shell; anyone else gets silence ("not found").
+        if (h.applyId === this.meta.applyId)
+          void this.job().then((j) =>
+            this.bus.publish(this.outChannel, { h: { t: 'jobState', r: h.r, ...j } }),
+          );
+        return;
       case 'keep': {
         const v = this.viewers.get(String(h.v));
         if (v) v.seenAt = this.now();
@@ -142,18 +201,70 @@ export class ShellSession {
     }
   }
 
-  private attach(viewer: string, userId: string, from: number): void {
-    // Another user's shell answers exactly like a shell that does not exist.
-    if (userId !== this.meta.userId) {
+  private attach(viewer: string, userId: string, from: number, guest = false, username = ''): void {
+    // Another user's shell answers exactly like a shell that does not exist, unless the front checked
+    // that the user is a guest of this joined shell (src/server/share).
+    const isGuest = userId !== this.meta.userId;
+    if (isGuest && !guest) {
       this.bus.publish(this.outChannel, { h: { t: 'refused', v: viewer, key: 'resource.not_found' } });
       return;
     }
     const want = Number.isSafeInteger(from) && from >= 0 ? from : this.ring.start;
     const { offset, data, lost } = this.ring.readFrom(want);
-    if (!this.ended) this.viewers.set(viewer, { acked: offset, seenAt: this.now() });
+    if (isGuest) this.joined = true;
+    if (!this.ended)
+      this.viewers.set(viewer, { acked: offset, seenAt: this.now(), userId, username, guest: isGuest });
     this.bus.publish(this.outChannel, { h: { t: 'replay', v: viewer, o: offset, lost }, data });
     if (this.ended) this.publishExit();
     this.flow();
+    this.publishPresence();
+  }
+
+  /** Input from a viewer: the host's always, a guest's once granted; an unknown viewer's never. */
+  private mayType(v: unknown): boolean {
+    const viewer = typeof v === 'string' ? this.viewers.get(v) : undefined;
+    if (!viewer) return false;
+    return !viewer.guest || this.inputs.has(viewer.userId);
+  }
+
+  /** Guests (all, or one user's viewers) leave: their views close with `reason`, the host's stay. */
+  kickGuests(reason: string, userId?: string): void {
+    let changed = false;
+    for (const [id, v] of this.viewers) {
+      if (!v.guest || (userId !== undefined && v.userId !== userId)) continue;
+      this.viewers.delete(id);
+      this.lastAck = Math.max(this.lastAck, v.acked);
+      this.bus.publish(this.outChannel, { h: { t: 'kick', v: id, reason } });
+      changed = true;
+    }
+    if (userId === undefined) this.inputs.clear();
+    else this.inputs.delete(userId);
+    if (changed) {
+      this.flow();
+      this.publishPresence();
+    }
+  }
+
+  /** Who watches, one entry per user (the console shows it on joined shells). */
+  presence(): { userId: string; username: string; host: boolean; input: boolean }[] {
+    const users = new Map<string, { userId: string; username: string; host: boolean; input: boolean }>();
+    for (const v of this.viewers.values()) {
+      if (users.has(v.userId)) continue;
+      users.set(v.userId, {
+        userId: v.userId,
+        username: v.username,
+        host: !v.guest,
+        input: !v.guest || this.inputs.has(v.userId),
+      });
+    }
+    return [...users.values()];
+  }
+
+  private publishPresence(): void {
+    if (this.ended || !this.joined) return;
+    this.bus.publish(this.outChannel, {
+      h: { t: 'presence', shellId: this.meta.id, users: this.presence() },
+    });
   }
 
   /**
@@ -205,7 +316,10 @@ export class ShellSession {
         changed = true;
       }
     }
-    if (changed) this.flow();
+    if (changed) {
+      this.flow();
+      this.publishPresence();
+    }
   }
 
   write(data: Buffer): void {

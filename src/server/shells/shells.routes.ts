@@ -1,5 +1,6 @@
 // apply-device-shell / unapply-device-shell: open and close a shell on the board of the caller's
-// apply. The bytes then travel over the realtime channel (see src/shared/realtime.ts).
+// apply; device-shell-job: whether one runs a foreground job. The bytes then travel over the
+// realtime channel (see src/shared/realtime.ts).
 import type { FastifyInstance } from 'fastify';
 import type { BoardDriver } from '#server/boards/driver.ts';
 import { AppError } from '#server/errors.ts';
@@ -43,5 +44,6 @@ export function shellRoutes(app: FastifyInstance) {
       await app.shells.close(ctx.apply!.applyId, input.clientId);
       return null;
     },
+    deviceShellJob: (input, ctx) => app.shells.job(ctx.apply!.applyId, input.clientId),
   });
 }

@@ -78,6 +78,8 @@ export class ShellFollower {
       this.closedReason = f.headers.reason;
       return;
     }
+    // Presence (joined shells) says who watches; it carries no output.
+    if (f.headers.event === 'presence') return;
     if (f.headers.event) throw new Error(`subscription ${f.headers.event}: ${f.headers.error}`);
     const o = Number(f.headers.offset);
     if (this.next < 0) this.next = o;
