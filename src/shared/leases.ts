@@ -83,7 +83,7 @@ export const serverName = z
   .regex(/^[^\u0000-\u001f\u007f]+$/u, 'no control characters');
 
 /** Accepts the filters as an object, or as a JSON text (older consoles send it that way). */
-const filterReq = z.preprocess((v) => {
+export const filterReq = z.preprocess((v) => {
   if (typeof v !== 'string') return v ?? {};
   if (v.trim() === '') return {};
   try {

@@ -12,13 +12,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { HOUR_MS } from '#shared/constants.ts';
 import { buildApp } from '#server/app.ts';
 import { issueCredential } from '#server/auth/tokens.ts';
 import { boardsFeature } from '#server/boards/boards.routes.ts';
 import { testConfig } from '#server/config.ts';
 import { leasesFeature } from '#server/leases/leases.routes.ts';
 import { systemFeature } from '#server/system/system.routes.ts';
+import { HOUR_MS } from '#shared/constants.ts';
 import { freshStorage } from '../integration/helpers/app.ts';
 
 const BOARDS = 1000;
@@ -176,7 +176,10 @@ async function main() {
       serverName,
     });
     if (r.ok) {
-      await timed('POST', '/api/device/unlock-request-device', token, { deviceId: r.json.data.deviceId, serverName });
+      await timed('POST', '/api/device/unlock-request-device', token, {
+        deviceId: r.json.data.deviceId,
+        serverName,
+      });
     }
     return r;
   }

@@ -1,14 +1,17 @@
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contract } from '#shared/contract.ts';
 import { features } from '#server/features.ts';
+import { contract } from '#shared/contract.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 
 describe('the HTTP contract', () => {
   let t: TestApp;
   const routes: RouteOptions[] = [];
   beforeAll(async () => {
-    const spy = { name: 'route-spy', setup: (app: TestApp['app']) => void app.addHook('onRoute', (r) => void routes.push(r)) };
+    const spy = {
+      name: 'route-spy',
+      setup: (app: TestApp['app']) => void app.addHook('onRoute', (r) => void routes.push(r)),
+    };
     t = await makeTestApp({ features: [spy, ...features] });
   });
   afterAll(() => t?.close());

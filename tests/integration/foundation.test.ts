@@ -53,7 +53,11 @@ describe('the service foundation', () => {
   });
 
   it('answers 401 without a token and 50008 with an unknown one', async () => {
-    const none = await t.app.inject({ method: 'POST', url: '/api/v1/common/resources/cache/', payload: { resources: [] } });
+    const none = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/common/resources/cache/',
+      payload: { resources: [] },
+    });
     expect(none.statusCode).toBe(401);
     const bad = await t.app.inject({
       method: 'POST',

@@ -140,7 +140,9 @@ describe('the data directory is private to the service', () => {
     const pglite = path.join(data, 'pglite');
     const db = entries(pglite);
     expect(db.length).toBeGreaterThan(100);
-    const open = db.filter((e) => !e.st.isSymbolicLink() && (e.st.mode & 0o077) !== 0).map((e) => `${e.path} ${octal(e.st.mode & 0o7777)}`);
+    const open = db
+      .filter((e) => !e.st.isSymbolicLink() && (e.st.mode & 0o077) !== 0)
+      .map((e) => `${e.path} ${octal(e.st.mode & 0o7777)}`);
     expect(open).toEqual([]);
 
     // So is an avatar it stores.

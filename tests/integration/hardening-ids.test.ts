@@ -72,12 +72,15 @@ function cases(): Case[] {
   for (const call of contract) {
     if (call.payload === 'multipart') continue;
     for (const shape of shapesOf(call.request)) {
-      const discriminator = Object.entries(shape).find(([, s]) => (s as { def: { type: string } }).def.type === 'literal');
+      const discriminator = Object.entries(shape).find(
+        ([, s]) => (s as { def: { type: string } }).def.type === 'literal',
+      );
       for (const field of Object.keys(shape).filter((k) => ID_FIELD.test(k))) {
         const bad = isArray(shape[field]) ? ['fine', 'ba\u0000d'] : 'ba\u0000d';
         const payload: Record<string, unknown> = {};
         for (const k of Object.keys(shape)) if (k in FILLER) payload[k] = FILLER[k];
-        if (discriminator) payload[discriminator[0]] = (discriminator[1] as unknown as { value: unknown }).value;
+        if (discriminator)
+          payload[discriminator[0]] = (discriminator[1] as unknown as { value: unknown }).value;
         payload[field] = bad;
         out.push({ call, field, payload });
       }
@@ -120,7 +123,14 @@ describe('ids with control characters', () => {
 
   it('finds the id fields of the contract (the table is not empty)', () => {
     const names = new Set(all.map((c) => c.call.name));
-    for (const n of ['applyDevice', 'checkApplyId', 'unapplyDevice', 'recentCpuLoading', 'workHistory', 'adminUserUpdate'])
+    for (const n of [
+      'applyDevice',
+      'checkApplyId',
+      'unapplyDevice',
+      'recentCpuLoading',
+      'workHistory',
+      'adminUserUpdate',
+    ])
       expect(names, n).toContain(n);
     expect(all.length).toBeGreaterThan(30);
   });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '#server/clock.ts';
 import { LIMITS } from '#server/identity/identity.service.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
+import { loginEncryptor } from './helpers/sign-in.ts';
 
 const ADMIN_PASSWORD = 'Adm1n-secret!';
 const PASSWORD_LIMIT = LIMITS.loginUser('x').max;
@@ -26,15 +27,7 @@ describe('sign-in limits under parallel attempts', () => {
   beforeAll(async () => {
     clock = new ManualClock(Date.parse('2026-03-01T08:00:00Z'));
     t = await makeTestApp({ env: { BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD }, clock });
-    const publicKey: string = (await t.app.inject({ method: 'GET', url: '/api/user/public-key' })).json().data
-      .publicKey;
-    encrypt = (text) =>
-      crypto
-        .publicEncrypt(
-          { key: publicKey, padding: crypto.constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
-          Buffer.from(text),
-        )
-        .toString('base64');
+    encrypt = await loginEncryptor(t.app);
     const res = await login('admin', ADMIN_PASSWORD);
     expect(res.json().code, res.body).toBe(20000);
     admin = res.json().data.accessToken;
@@ -91,7 +84,8 @@ describe('sign-in limits under parallel attempts', () => {
     expect((await login('steady', 'wrong-0')).statusCode).toBe(400);
     expect((await login('steady', 'Steady-pass1')).statusCode).toBe(200);
     // The success cleared the account's counter: five more failures are allowed.
-    for (let i = 0; i < PASSWORD_LIMIT; i++) expect((await login('steady', `wrong-${i}`)).statusCode).toBe(400);
+    for (let i = 0; i < PASSWORD_LIMIT; i++)
+      expect((await login('steady', `wrong-${i}`)).statusCode).toBe(400);
     const locked = await login('steady', 'Steady-pass1');
     expect(locked.statusCode).toBe(429);
     expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);

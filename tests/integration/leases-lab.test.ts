@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HOUR_MS } from '#shared/constants.ts';
 import { ManualClock } from '#server/clock.ts';
+import { HOUR_MS } from '#shared/constants.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import type { TestUser } from './helpers/users.ts';
 import { boardState, call, endIn, H48, makeUser } from './leases.fixtures.ts';
@@ -18,11 +18,17 @@ describe('the lifecycle on real local boards', () => {
   beforeAll(async () => {
     t = await makeTestApp({
       clock,
-      env: { BIANBU_LEASE_TICK_MS: '0', BIANBU_PROBE_INTERVAL_MS: '600000', BIANBU_METRICS_INTERVAL_MS: '600000' },
+      env: {
+        BIANBU_LEASE_TICK_MS: '0',
+        BIANBU_PROBE_INTERVAL_MS: '600000',
+        BIANBU_METRICS_INTERVAL_MS: '600000',
+      },
     });
     u = await makeUser(t.app);
     const plugin = path.join(t.app.boards.pluginsDir, 'whoami');
-    fs.writeFileSync(plugin, '#!/bin/sh\necho "topic=$1 data=$2 node=$3 host=$(hostname)"\n', { mode: 0o755 });
+    fs.writeFileSync(plugin, '#!/bin/sh\necho "topic=$1 data=$2 node=$3 host=$(hostname)"\n', {
+      mode: 0o755,
+    });
   });
   afterAll(() => t?.close());
 
@@ -64,13 +70,19 @@ describe('the lifecycle on real local boards', () => {
 
     await t.app.boards.sampleAll();
     clock.set(Date.now());
-    const cpu = await call(t.app, u, 'GET', '/api/device/recent-cpu-loading', { deviceId, serverName: 'sandbox' });
+    const cpu = await call(t.app, u, 'GET', '/api/device/recent-cpu-loading', {
+      deviceId,
+      serverName: 'sandbox',
+    });
     expect(cpu.data.timestamps.length).toBeGreaterThan(0);
     expect(cpu.data.series[0].values[0]).toBeGreaterThanOrEqual(0);
     const mem = await call(t.app, u, 'GET', '/api/device/recent-mem-loading', { deviceId });
     expect(mem.data.total).toBeGreaterThan(0);
 
-    const unlock = await call(t.app, u, 'POST', '/api/device/unlock-request-device', { deviceId, serverName: 'sandbox' });
+    const unlock = await call(t.app, u, 'POST', '/api/device/unlock-request-device', {
+      deviceId,
+      serverName: 'sandbox',
+    });
     expect(unlock.code).toBe(20000);
     const stale = await call(t.app, u, 'POST', '/api/device/power-reset', { applyId });
     expect(stale.error).toBe('apply.closed');

@@ -79,7 +79,9 @@ describe(`racing for boards (${usingPostgres() ? 'PostgreSQL' : 'PGlite'})`, () 
   });
 
   it('hands each of several free boards to exactly one request, none twice', async () => {
-    const boards = await Promise.all(Array.from({ length: 5 }, () => makeBoard(a.app, { attributes: { pool: 'five' } })));
+    const boards = await Promise.all(
+      Array.from({ length: 5 }, () => makeBoard(a.app, { attributes: { pool: 'five' } })),
+    );
     const users = await Promise.all(Array.from({ length: 20 }, () => makeUser(a.app)));
     const answers = await Promise.all(
       users.map((u, i) =>
@@ -97,7 +99,9 @@ describe(`racing for boards (${usingPostgres() ? 'PostgreSQL' : 'PGlite'})`, () 
   });
 
   it('gives one user racing themself under one name exactly one board', async () => {
-    const boards = await Promise.all(Array.from({ length: 6 }, () => makeBoard(a.app, { attributes: { pool: 'self' } })));
+    const boards = await Promise.all(
+      Array.from({ length: 6 }, () => makeBoard(a.app, { attributes: { pool: 'self' } })),
+    );
     const u = await makeUser(a.app);
     const answers = await Promise.all(
       boards.map((_, i) =>

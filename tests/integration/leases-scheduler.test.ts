@@ -2,8 +2,8 @@
 // or PostgreSQL when DATABASE_URL is set): warnings and expiries happen exactly once, on time, and a
 // restart neither loses a lease nor moves its end.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HOUR_MS } from '#shared/constants.ts';
 import { ManualClock } from '#server/clock.ts';
+import { HOUR_MS } from '#shared/constants.ts';
 import { freshStorage, makeTestApp, type TestApp } from './helpers/app.ts';
 import {
   boardState,
@@ -69,7 +69,9 @@ describe('the lease expiry scheduler', () => {
       })
     ).data;
     expect([lease.deviceId, longer.deviceId].sort()).toEqual([board.id, spare.id].sort());
-    const { applyId } = (await call(b.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.deviceId })).data;
+    const { applyId } = (
+      await call(b.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.deviceId })
+    ).data;
     const end = Date.parse(lease.endsAt);
 
     await both();
@@ -86,7 +88,12 @@ describe('the lease expiry scheduler', () => {
       {
         userId: u.id,
         kind: 'lease.expiring',
-        data: expect.objectContaining({ leaseId: lease.leaseId, remaining: '24h', count: 24, endsAt: lease.endsAt }),
+        data: expect.objectContaining({
+          leaseId: lease.leaseId,
+          remaining: '24h',
+          count: 24,
+          endsAt: lease.endsAt,
+        }),
       },
     ]);
     const listed = await call(a.app, u, 'GET', '/api/device/fetch-request-device');
@@ -96,7 +103,11 @@ describe('the lease expiry scheduler', () => {
     await both();
     await both();
     expect(notices().filter((n) => n.data.remaining === '1h')).toEqual([
-      { userId: u.id, kind: 'lease.expiring', data: expect.objectContaining({ leaseId: lease.leaseId, count: 1 }) },
+      {
+        userId: u.id,
+        kind: 'lease.expiring',
+        data: expect.objectContaining({ leaseId: lease.leaseId, count: 1 }),
+      },
     ]);
 
     clock.set(end - 1);
@@ -113,7 +124,9 @@ describe('the lease expiry scheduler', () => {
     ]);
     const closed = [...recA.closedApplies, ...recB.closedApplies];
     expect(closed).toEqual([{ applyId, reason: 'lease.expired' }]);
-    expect([...recA.closedBoards, ...recB.closedBoards]).toEqual([{ deviceId: lease.deviceId, reason: 'lease.expired' }]);
+    expect([...recA.closedBoards, ...recB.closedBoards]).toEqual([
+      { deviceId: lease.deviceId, reason: 'lease.expired' },
+    ]);
 
     const row = await leaseRow(lease.leaseId);
     expect(row.state).toBe('expired');
@@ -126,7 +139,9 @@ describe('the lease expiry scheduler', () => {
       [lease.deviceId],
     );
     expect(events.map((e) => e.t)).toEqual(['idle>leased', 'leased>resetting', 'resetting>idle']);
-    expect((await call(a.app, u, 'POST', '/api/device/check-apply-id', { applyId })).data.reason).toBe('apply.closed');
+    expect((await call(a.app, u, 'POST', '/api/device/check-apply-id', { applyId })).data.reason).toBe(
+      'apply.closed',
+    );
     expect((await call(a.app, u, 'GET', '/api/device/fetch-request-device')).data.items).toEqual([]);
     const history = await call(a.app, u, 'GET', '/api/device/recent-applies');
     expect(history.data[0]).toMatchObject({ applyId, closeReason: 'expired', open: false });
@@ -166,7 +181,11 @@ describe('the lease expiry scheduler', () => {
     clock.set(Date.parse(renewed.data.endsAt) - 24 * HOUR_MS);
     await both();
     // (each instance records its own notices, so compare without order)
-    expect(mine().map((n) => n.data.remaining).sort()).toEqual(['1h', '24h']);
+    expect(
+      mine()
+        .map((n) => n.data.remaining)
+        .sort(),
+    ).toEqual(['1h', '24h']);
   });
 
   it('takes over a board cleanup an instance left unfinished', async () => {
@@ -237,12 +256,19 @@ describe('the lease expiry scheduler', () => {
     clock.advance(HOUR_MS);
     a = await makeTestApp({ clock, env: noTimer, features: lifecycleOnly(recA), storage: fresh.storage });
     const listed = await call(a.app, u, 'GET', '/api/device/fetch-request-device');
-    expect(listed.data.items).toMatchObject([{ leaseId: lease.leaseId, endsAt: lease.endsAt, remainingMs: D7 - HOUR_MS }]);
+    expect(listed.data.items).toMatchObject([
+      { leaseId: lease.leaseId, endsAt: lease.endsAt, remainingMs: D7 - HOUR_MS },
+    ]);
     await a.close();
 
     // Down past the end; the next start's first tick (timer running) expires it.
     clock.set(Date.parse(lease.endsAt) + 5 * 60_000);
-    a = await makeTestApp({ clock, env: { BIANBU_LEASE_TICK_MS: '100' }, features: lifecycleOnly(recA), storage: fresh.storage });
+    a = await makeTestApp({
+      clock,
+      env: { BIANBU_LEASE_TICK_MS: '100' },
+      features: lifecycleOnly(recA),
+      storage: fresh.storage,
+    });
     b = await makeTestApp({ clock, env: noTimer, features: lifecycleOnly(recB), storage: fresh.storage });
     for (let i = 0; i < 100 && (await boardState(a.app, board.id)) !== 'idle'; i++) {
       await new Promise((r) => setTimeout(r, 50));

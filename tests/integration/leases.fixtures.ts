@@ -2,12 +2,12 @@
 // feature without the board lab (so seeded rows are not probed), a recorder standing in for the
 // realtime notification bus and shells, and a small client for the calls.
 import type { FastifyInstance } from 'fastify';
-import { DAY_MS, HOUR_MS } from '#shared/constants.ts';
-import type { Envelope } from '#shared/codes.ts';
 import { boards } from '#server/db/schema/boards.ts';
 import type { Feature } from '#server/feature.ts';
 import { leasesFeature } from '#server/leases/leases.routes.ts';
 import { systemFeature } from '#server/system/system.routes.ts';
+import type { Envelope } from '#shared/codes.ts';
+import { DAY_MS, HOUR_MS } from '#shared/constants.ts';
 import { makeUser as makeIdentityUser, type TestUser } from './helpers/users.ts';
 
 let seq = 0;
@@ -64,8 +64,10 @@ export function recorderFeature(rec: Recorded): Feature {
       });
       // Only the two methods the lifecycle calls; the realtime feature's ShellManager is not in these apps.
       const shells = {
-        closeForApply: async (applyId: string, reason = '') => void rec.closedApplies.push({ applyId, reason }),
-        closeForBoard: async (deviceId: string, reason = '') => void rec.closedBoards.push({ deviceId, reason }),
+        closeForApply: async (applyId: string, reason = '') =>
+          void rec.closedApplies.push({ applyId, reason }),
+        closeForBoard: async (deviceId: string, reason = '') =>
+          void rec.closedBoards.push({ deviceId, reason }),
       };
       app.decorate('shells', shells as never);
     },

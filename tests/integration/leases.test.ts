@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { HOUR_MS, LEASE_END_TOLERANCE_MS } from '#shared/constants.ts';
 import { ManualClock } from '#server/clock.ts';
+import { HOUR_MS, LEASE_END_TOLERANCE_MS } from '#shared/constants.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import type { TestUser } from './helpers/users.ts';
 import {
@@ -37,12 +37,17 @@ describe('leases, applies and history', () => {
     );
   });
 
-  const request = (u: TestUser, body: Record<string, unknown>) => call(t.app, u, 'POST', '/api/device/request-device', body);
+  const request = (u: TestUser, body: Record<string, unknown>) =>
+    call(t.app, u, 'POST', '/api/device/request-device', body);
 
   it('leases a free matching board and lists it with its end and time left', async () => {
     const b = await makeBoard(t.app, { attributes: { cpu: 'X60', cores: 8 } });
     const u = await makeUser(t.app);
-    const res = await request(u, { requestDate: endIn(now(), H48), filterReq: { cores: 8 }, serverName: 'my k1' });
+    const res = await request(u, {
+      requestDate: endIn(now(), H48),
+      filterReq: { cores: 8 },
+      serverName: 'my k1',
+    });
     expect(res.code).toBe(20000);
     expect(res.data).toMatchObject({
       deviceId: b.id,
@@ -76,7 +81,11 @@ describe('leases, applies and history', () => {
       [D7, -(LEASE_END_TOLERANCE_MS - 1000)],
       [M1, 0],
     ]) {
-      const res = await request(u, { requestDate: endIn(now(), ms + skew), filterReq: {}, serverName: `d${ms}` });
+      const res = await request(u, {
+        requestDate: endIn(now(), ms + skew),
+        filterReq: {},
+        serverName: `d${ms}`,
+      });
       expect(res.code).toBe(20000);
       keys.push(res.data.durationKey);
     }
@@ -100,10 +109,20 @@ describe('leases, applies and history', () => {
   });
 
   it('matches filters exactly, by any of a list, by numeric range, and by model; also as JSON text', async () => {
-    const small = await makeBoard(t.app, { model: 'K1', attributes: { cores: 4, os: 'Bianbu', memoryMb: 2048 } });
-    const big = await makeBoard(t.app, { model: 'K1-Pro', attributes: { cores: 8, os: 'bianbu', memoryMb: 16384 } });
+    const small = await makeBoard(t.app, {
+      model: 'K1',
+      attributes: { cores: 4, os: 'Bianbu', memoryMb: 2048 },
+    });
+    const big = await makeBoard(t.app, {
+      model: 'K1-Pro',
+      attributes: { cores: 8, os: 'bianbu', memoryMb: 16384 },
+    });
     const u = await makeUser(t.app);
-    const a = await request(u, { requestDate: endIn(now(), H48), filterReq: { memoryMb: { min: 8000 } }, serverName: 'a' });
+    const a = await request(u, {
+      requestDate: endIn(now(), H48),
+      filterReq: { memoryMb: { min: 8000 } },
+      serverName: 'a',
+    });
     expect(a.data.deviceId).toBe(big.id);
     const b = await request(u, {
       requestDate: endIn(now(), H48),
@@ -111,7 +130,11 @@ describe('leases, applies and history', () => {
       serverName: 'b',
     });
     expect(b.data.deviceId).toBe(small.id);
-    const none = await request(u, { requestDate: endIn(now(), H48), filterReq: { cores: 64 }, serverName: 'c' });
+    const none = await request(u, {
+      requestDate: endIn(now(), H48),
+      filterReq: { cores: 64 },
+      serverName: 'c',
+    });
     expect(none.status).toBe(400);
     expect(none.error).toBe('lease.no_match');
   });
@@ -122,10 +145,22 @@ describe('leases, applies and history', () => {
     await makeBoard(t.app, { attributes: { cores: 4 } });
     const u1 = await makeUser(t.app);
     const u2 = await makeUser(t.app);
-    const first = await request(u1, { requestDate: endIn(now(), D7), filterReq: { cores: 8 }, serverName: 'one' });
-    const second = await request(u1, { requestDate: endIn(now(), H48), filterReq: { cores: 8 }, serverName: 'two' });
+    const first = await request(u1, {
+      requestDate: endIn(now(), D7),
+      filterReq: { cores: 8 },
+      serverName: 'one',
+    });
+    const second = await request(u1, {
+      requestDate: endIn(now(), H48),
+      filterReq: { cores: 8 },
+      serverName: 'two',
+    });
     expect([first.data.deviceId, second.data.deviceId].sort()).toEqual([b1.id, b2.id].sort());
-    const res = await request(u2, { requestDate: endIn(now(), H48), filterReq: { cores: 8 }, serverName: 'mine' });
+    const res = await request(u2, {
+      requestDate: endIn(now(), H48),
+      filterReq: { cores: 8 },
+      serverName: 'mine',
+    });
     expect(res.status).toBe(409);
     expect(res.error).toBe('lease.none_free');
     expect(res.data).toEqual({ nextFreeAt: second.data.endsAt, matching: 2 });
@@ -147,14 +182,18 @@ describe('leases, applies and history', () => {
     const b2 = await makeBoard(t.app);
     const u = await makeUser(t.app);
     const other = await makeUser(t.app);
-    expect((await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'dev' })).code).toBe(20000);
+    expect(
+      (await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'dev' })).code,
+    ).toBe(20000);
     const dup = await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: ' dev ' });
     expect(dup.status).toBe(409);
     expect(dup.error).toBe('lease.name_taken');
     expect(dup.data).toEqual({ serverName: 'dev' });
     expect(await boardState(t.app, b2.id)).toBe('idle');
     // names are per user
-    expect((await request(other, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'dev' })).code).toBe(20000);
+    expect(
+      (await request(other, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'dev' })).code,
+    ).toBe(20000);
   });
 
   it('renames a held board, refuses a name in use and someone else’s board', async () => {
@@ -169,12 +208,24 @@ describe('leases, applies and history', () => {
 
     const ok = await rename(u, { deviceId: a.data.deviceId, oldServerName: 'alpha', newServerName: 'gamma' });
     expect(ok.data).toMatchObject({ deviceId: a.data.deviceId, serverName: 'gamma' });
-    const taken = await rename(u, { deviceId: a.data.deviceId, oldServerName: 'gamma', newServerName: 'beta' });
+    const taken = await rename(u, {
+      deviceId: a.data.deviceId,
+      oldServerName: 'gamma',
+      newServerName: 'beta',
+    });
     expect(taken.status).toBe(409);
     expect(taken.error).toBe('lease.name_taken');
-    const stale = await rename(u, { deviceId: a.data.deviceId, oldServerName: 'alpha', newServerName: 'delta' });
+    const stale = await rename(u, {
+      deviceId: a.data.deviceId,
+      oldServerName: 'alpha',
+      newServerName: 'delta',
+    });
     expect(stale.error).toBe('lease.not_found');
-    const theirs = await rename(other, { deviceId: a.data.deviceId, oldServerName: 'gamma', newServerName: 'mine' });
+    const theirs = await rename(other, {
+      deviceId: a.data.deviceId,
+      oldServerName: 'gamma',
+      newServerName: 'mine',
+    });
     expect(theirs.status).toBe(404);
     expect(theirs.error).toBe('lease.not_found');
     const names = (await call(t.app, u, 'GET', '/api/device/fetch-request-device-simple')).data.map(
@@ -189,7 +240,11 @@ describe('leases, applies and history', () => {
     const other = await makeUser(t.app);
     const a = await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'r' });
     const renew = (who: TestUser, renewalDate: string, serverName = 'r') =>
-      call(t.app, who, 'POST', '/api/device/renewal-device', { deviceId: a.data.deviceId, serverName, renewalDate });
+      call(t.app, who, 'POST', '/api/device/renewal-device', {
+        deviceId: a.data.deviceId,
+        serverName,
+        renewalDate,
+      });
 
     const earlier = await renew(u, endIn(now(), 24 * HOUR_MS));
     expect(earlier.error).toBe('lease.renewal_not_later');
@@ -232,11 +287,18 @@ describe('leases, applies and history', () => {
     expect((await call(t.app, u, 'GET', '/api/device/fetch-request-device')).data.items[0].applyId).toBe(
       apply.data.applyId,
     );
-    const theirs = await call(t.app, other, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId });
+    const theirs = await call(t.app, other, 'POST', '/api/device/apply-device', {
+      deviceId: lease.data.deviceId,
+    });
     expect(theirs.status).toBe(404);
     expect(theirs.error).toBe('device.not_held');
     expect(await t.app.listAppliesOf!(u.id)).toEqual([
-      { applyId: apply.data.applyId, deviceId: lease.data.deviceId, serverName: 'w', expiresAt: lease.data.endsAt },
+      {
+        applyId: apply.data.applyId,
+        deviceId: lease.data.deviceId,
+        serverName: 'w',
+        expiresAt: lease.data.endsAt,
+      },
     ]);
     expect(await t.app.listAppliesOf!(other.id)).toEqual([]);
   });
@@ -246,9 +308,11 @@ describe('leases, applies and history', () => {
     const u = await makeUser(t.app);
     const other = await makeUser(t.app);
     const lease = await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'c' });
-    const { applyId } = (await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId }))
-      .data;
-    const check = (who: TestUser, id: string) => call(t.app, who, 'POST', '/api/device/check-apply-id', { applyId: id });
+    const { applyId } = (
+      await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId })
+    ).data;
+    const check = (who: TestUser, id: string) =>
+      call(t.app, who, 'POST', '/api/device/check-apply-id', { applyId: id });
     expect((await check(u, applyId)).data).toEqual({
       valid: true,
       reason: null,
@@ -257,7 +321,11 @@ describe('leases, applies and history', () => {
       serverName: 'c',
       endsAt: lease.data.endsAt,
     });
-    expect((await check(other, applyId)).data).toMatchObject({ valid: false, reason: 'apply.not_found', deviceId: null });
+    expect((await check(other, applyId)).data).toMatchObject({
+      valid: false,
+      reason: 'apply.not_found',
+      deviceId: null,
+    });
     expect((await check(u, 'no-such-apply')).data).toMatchObject({ valid: false, reason: 'apply.not_found' });
 
     const theirs = await call(t.app, other, 'POST', '/api/device/unapply-device', { applyId });
@@ -281,18 +349,33 @@ describe('leases, applies and history', () => {
     const u = await makeUser(t.app);
     const other = await makeUser(t.app);
     const lease = await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'p' });
-    const { applyId } = (await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId }))
-      .data;
+    const { applyId } = (
+      await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId })
+    ).data;
     const missing = await call(t.app, u, 'POST', '/api/device/power-reset', {});
     expect(missing.status).toBe(400);
     expect(missing.error).toBe('apply.missing');
     const viaOther = await call(t.app, other, 'POST', '/api/device/power-reset', { applyId });
     expect(viaOther.status).toBe(404);
     expect(viaOther.error).toBe('apply.not_found');
-    const viaHeader = await call(t.app, other, 'POST', '/api/device/call-plugin', { topic: 't' }, { applyaccess: applyId });
+    const viaHeader = await call(
+      t.app,
+      other,
+      'POST',
+      '/api/device/call-plugin',
+      { topic: 't' },
+      { applyaccess: applyId },
+    );
     expect(viaHeader.error).toBe('apply.not_found');
     await call(t.app, u, 'POST', '/api/device/unapply-device', { applyId });
-    const stale = await call(t.app, u, 'POST', '/api/device/power-reset', {}, { applyaccess: `"${applyId}"` });
+    const stale = await call(
+      t.app,
+      u,
+      'POST',
+      '/api/device/power-reset',
+      {},
+      { applyaccess: `"${applyId}"` },
+    );
     expect(stale.status).toBe(404);
     expect(stale.error).toBe('apply.closed');
     expect(await boardState(t.app, lease.data.deviceId)).toBe('leased');
@@ -302,10 +385,15 @@ describe('leases, applies and history', () => {
     await makeBoard(t.app);
     const u = await makeUser(t.app);
     const lease = await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'e' });
-    const { applyId } = (await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId }))
-      .data;
+    const { applyId } = (
+      await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId })
+    ).data;
     clock.advance(H48);
-    const res = await call(t.app, u, 'POST', '/api/device/call-plugin', { applyId, topic: 'led', data: { on: true } });
+    const res = await call(t.app, u, 'POST', '/api/device/call-plugin', {
+      applyId,
+      topic: 'led',
+      data: { on: true },
+    });
     expect(res.status).toBe(404);
     expect(res.error).toBe('apply.lease_ended');
     expect((await call(t.app, u, 'GET', '/api/device/fetch-request-device')).data.items).toEqual([]);
@@ -317,20 +405,31 @@ describe('leases, applies and history', () => {
     const other = await makeUser(t.app);
     await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'u' });
     const { applyId } = (await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: b.id })).data;
-    const theirs = await call(t.app, other, 'POST', '/api/device/unlock-request-device', { deviceId: b.id, serverName: 'u' });
+    const theirs = await call(t.app, other, 'POST', '/api/device/unlock-request-device', {
+      deviceId: b.id,
+      serverName: 'u',
+    });
     expect(theirs.error).toBe('lease.not_found');
     expect(await boardState(t.app, b.id)).toBe('leased');
 
-    const res = await call(t.app, u, 'POST', '/api/device/unlock-request-device', { deviceId: b.id, serverName: 'u' });
+    const res = await call(t.app, u, 'POST', '/api/device/unlock-request-device', {
+      deviceId: b.id,
+      serverName: 'u',
+    });
     expect(res.data).toEqual({ deviceId: b.id, serverName: 'u', endedAt: now().toISOString() });
     await t.app.leases.drain();
     expect(await boardState(t.app, b.id)).toBe('idle');
     expect(rec.closedApplies).toContainEqual({ applyId, reason: 'apply.ended' });
     expect(rec.closedBoards).toContainEqual({ deviceId: b.id, reason: 'apply.ended' });
     expect(rec.notices).toContainEqual(expect.objectContaining({ userId: u.id, kind: 'lease.released' }));
-    expect((await call(t.app, u, 'POST', '/api/device/check-apply-id', { applyId })).data.reason).toBe('apply.closed');
+    expect((await call(t.app, u, 'POST', '/api/device/check-apply-id', { applyId })).data.reason).toBe(
+      'apply.closed',
+    );
     expect(await t.app.listAppliesOf!(u.id)).toEqual([]);
-    const again = await call(t.app, u, 'POST', '/api/device/unlock-request-device', { deviceId: b.id, serverName: 'u' });
+    const again = await call(t.app, u, 'POST', '/api/device/unlock-request-device', {
+      deviceId: b.id,
+      serverName: 'u',
+    });
     expect(again.error).toBe('lease.not_found');
     // the name is free again, and so is the board
     const re = await request(other, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'u' });
@@ -357,7 +456,15 @@ describe('leases, applies and history', () => {
       await t.storage.query(
         `insert into board_metrics (board_id, at, cpu_percent, mem_used, mem_total, disk_used, disk_total, net_rx, net_tx)
          values ($1, $2, $3, $4, 1000, $5, 10000, $6, $7)`,
-        [b.id, new Date(base + i * 10_000).toISOString(), 10 * i, 250 * i, 100 * i, [0, 5000, 15000, 100][i], 1000 * i],
+        [
+          b.id,
+          new Date(base + i * 10_000).toISOString(),
+          10 * i,
+          250 * i,
+          100 * i,
+          [0, 5000, 15000, 100][i],
+          1000 * i,
+        ],
       );
     }
     const q = { deviceId: b.id, serverName: 'l', windowSeconds: 60 };
@@ -373,7 +480,11 @@ describe('leases, applies and history', () => {
     expect(mem.data.series[0].values).toEqual([0, 25, 50, 75]);
     expect(mem.data.total).toBe(1000);
     const disk = await call(t.app, u, 'GET', '/api/device/recent-disk-loading', q);
-    expect(disk.data).toMatchObject({ unit: 'bytes', total: 10000, series: [{ key: 'used', values: [0, 100, 200, 300] }] });
+    expect(disk.data).toMatchObject({
+      unit: 'bytes',
+      total: 10000,
+      series: [{ key: 'used', values: [0, 100, 200, 300] }],
+    });
     const net = await call(t.app, u, 'GET', '/api/device/recent-net-loading', q);
     expect(net.data.unit).toBe('bytesPerSecond');
     expect(net.data.series).toEqual([
@@ -386,7 +497,10 @@ describe('leases, applies and history', () => {
     const theirs = await call(t.app, other, 'GET', '/api/device/recent-cpu-loading', { deviceId: b.id });
     expect(theirs.status).toBe(404);
     expect(theirs.error).toBe('device.not_held');
-    const wrongName = await call(t.app, u, 'GET', '/api/device/recent-cpu-loading', { deviceId: b.id, serverName: 'x' });
+    const wrongName = await call(t.app, u, 'GET', '/api/device/recent-cpu-loading', {
+      deviceId: b.id,
+      serverName: 'x',
+    });
     expect(wrongName.error).toBe('device.not_held');
   });
 
@@ -404,7 +518,12 @@ describe('leases, applies and history', () => {
     }
     const recent = await call(t.app, u, 'GET', '/api/device/recent-applies');
     expect(recent.data.map((a: { applyId: string }) => a.applyId)).toEqual(ids.slice(2).reverse());
-    expect(recent.data[0]).toMatchObject({ deviceId: b.id, serverName: 'h', open: false, closeReason: 'unapplied' });
+    expect(recent.data[0]).toMatchObject({
+      deviceId: b.id,
+      serverName: 'h',
+      open: false,
+      closeReason: 'unapplied',
+    });
     const three = await call(t.app, u, 'GET', '/api/device/recent-applies', { limit: 3 });
     expect(three.data).toHaveLength(3);
     expect((await call(t.app, u, 'GET', '/api/device/recent-applies', { limit: 11 })).status).toBe(400);
@@ -419,7 +538,10 @@ describe('leases, applies and history', () => {
     expect(work.data.applies).toHaveLength(12);
 
     expect((await call(t.app, other, 'GET', '/api/device/recent-applies')).data).toEqual([]);
-    expect((await call(t.app, other, 'GET', '/api/device/apply-history')).data).toEqual({ total: 0, items: [] });
+    expect((await call(t.app, other, 'GET', '/api/device/apply-history')).data).toEqual({
+      total: 0,
+      items: [],
+    });
     const theirs = await call(t.app, other, 'POST', '/api/device/work-history', { deviceId: b.id });
     expect(theirs.data).toEqual({ deviceId: b.id, leases: [], applies: [] });
   });

@@ -34,7 +34,10 @@ describe('storage on a PostgreSQL server', () => {
   it('keeps answering after the server terminates its idle connections', async () => {
     await Promise.all([1, 2, 3].map((n) => storage.query('select $1::int as n', [n])));
     const killed = await admin((c) =>
-      c.query('select count(*)::int as n from (select pg_terminate_backend(pid) from pg_stat_activity where datname = $1) t', [name]),
+      c.query(
+        'select count(*)::int as n from (select pg_terminate_backend(pid) from pg_stat_activity where datname = $1) t',
+        [name],
+      ),
     );
     expect(killed.rows[0].n).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 200));

@@ -6,18 +6,7 @@
 import crypto from 'node:crypto';
 import { and, count, desc, eq, gte, ilike, inArray, lte, or, type SQL, sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import { hasPermission, isSuperAdminOrg } from '#shared/permissions.ts';
-import type {
-  AdminOrg,
-  AdminRole,
-  AdminUser,
-  AuditEntryView,
-  Membership,
-  OutboxEntry,
-} from '#shared/user.ts';
-import { BUILTIN_ORG, BUILTIN_ROLE, IdentityErrorKey } from '#shared/user.ts';
 import { revokeAllOfKind, revokeAllOfUser } from '#server/auth/tokens.ts';
-import { endRevokedSessions, endUserEverywhere } from '#server/realtime/session-end.ts';
 import type { AuthUser } from '#server/auth/user-context.ts';
 import {
   auditLog,
@@ -28,6 +17,17 @@ import {
   users,
 } from '#server/db/schema/identity.ts';
 import { badRequest, conflict, forbidden, notFound } from '#server/errors.ts';
+import { endRevokedSessions, endUserEverywhere } from '#server/realtime/session-end.ts';
+import { hasPermission, isSuperAdminOrg } from '#shared/permissions.ts';
+import type {
+  AdminOrg,
+  AdminRole,
+  AdminUser,
+  AuditEntryView,
+  Membership,
+  OutboxEntry,
+} from '#shared/user.ts';
+import { BUILTIN_ORG, BUILTIN_ROLE, IdentityErrorKey } from '#shared/user.ts';
 import {
   adminUserOf,
   createUser,

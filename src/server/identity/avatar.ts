@@ -5,10 +5,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { imageSize } from 'image-size';
-import { AVATAR_FRAME_PX, AVATAR_MAX_KB } from '#shared/constants.ts';
-import { IdentityErrorKey } from '#shared/user.ts';
 import { AppError, badRequest } from '#server/errors.ts';
 import { ResultCode } from '#shared/codes.ts';
+import { AVATAR_FRAME_PX, AVATAR_MAX_KB } from '#shared/constants.ts';
+import { IdentityErrorKey } from '#shared/user.ts';
 
 export const AVATAR_MAX_BYTES = AVATAR_MAX_KB * 1024;
 export const AVATAR_NAME = /^[0-9a-f-]{36}-[A-Za-z0-9_-]{22}\.(png|jpg)$/;

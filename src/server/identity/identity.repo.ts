@@ -2,11 +2,11 @@
 // embedded provider and the administration calls.
 import crypto from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
-import type { AdminUser, OrgRef, UserInfo } from '#shared/user.ts';
-import { BUILTIN_ORG, BUILTIN_ROLE, IdentityErrorKey } from '#shared/user.ts';
 import type { Db } from '#server/db/client.ts';
 import { memberships, organisations, roles, users } from '#server/db/schema/identity.ts';
 import { conflict } from '#server/errors.ts';
+import type { AdminUser, OrgRef, UserInfo } from '#shared/user.ts';
+import { BUILTIN_ORG, BUILTIN_ROLE, IdentityErrorKey } from '#shared/user.ts';
 
 export type UserRow = typeof users.$inferSelect;
 

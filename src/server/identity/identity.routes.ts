@@ -2,16 +2,16 @@
 // an external one is configured), and implements every call of src/shared/user.ts.
 import fs from 'node:fs';
 import path from 'node:path';
+import { and, eq } from 'drizzle-orm';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { IdentityErrorKey, userCalls } from '#shared/user.ts';
 import { revokeCredentialById } from '#server/auth/tokens.ts';
-import { endRevokedSessions } from '#server/realtime/session-end.ts';
 import { loadAuthUser } from '#server/auth/user-context.ts';
 import { memberships, users } from '#server/db/schema/identity.ts';
 import { AppError, badRequest, forbidden, notFound } from '#server/errors.ts';
 import type { Feature } from '#server/feature.ts';
 import { implement } from '#server/http/handlers.ts';
-import { and, eq } from 'drizzle-orm';
+import { endRevokedSessions } from '#server/realtime/session-end.ts';
+import { IdentityErrorKey, userCalls } from '#shared/user.ts';
 import {
   createOrg,
   createRole,
@@ -48,10 +48,11 @@ import {
   findUserBySubject,
   findUserByUsername,
   freeUsername,
-  userInfoOf,
   type UserRow,
+  userInfoOf,
 } from './identity.repo.ts';
 import { IdentityService } from './identity.service.ts';
+import { keymapHandlers } from './keymap.routes.ts';
 import {
   CONSOLE_CLIENT_ID,
   consoleRedirectAllowed,
@@ -446,7 +447,7 @@ function calls(app: FastifyInstance) {
 export const identityFeature: Feature = {
   name: 'identity',
   setup,
-  calls,
+  calls: (app) => [...calls(app), ...keymapHandlers(app)],
   stop: (app) => {
     const s = states.get(app);
     if (!s) return;

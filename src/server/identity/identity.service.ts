@@ -8,12 +8,12 @@
 import crypto from 'node:crypto';
 import { and, desc, eq, isNull } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import type { ApiKeyAnswer } from '#shared/user.ts';
-import { IdentityErrorKey, PHONE_CODE_RESEND_SECONDS, PHONE_CODE_TTL_SECONDS } from '#shared/user.ts';
 import { issueCredential, revokeAllOfKind } from '#server/auth/tokens.ts';
-import { endRevokedSessions } from '#server/realtime/session-end.ts';
 import { credentials, phoneCodes, sequenceCodes, users } from '#server/db/schema/identity.ts';
 import { badRequest } from '#server/errors.ts';
+import { endRevokedSessions } from '#server/realtime/session-end.ts';
+import type { ApiKeyAnswer } from '#shared/user.ts';
+import { IdentityErrorKey, PHONE_CODE_RESEND_SECONDS, PHONE_CODE_TTL_SECONDS } from '#shared/user.ts';
 import {
   createUser,
   findUserById,

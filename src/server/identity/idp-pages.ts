@@ -4,7 +4,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_LANGUAGE, LANGUAGES, type Language, STORAGE } from '#shared/constants.ts';
+import {
+  acceptLanguageTags,
+  DEFAULT_LANGUAGE,
+  LANGUAGES,
+  type Language,
+  preferredLanguage,
+  STORAGE,
+} from '#shared/constants.ts';
 
 type Texts = Record<string, unknown>;
 
@@ -31,7 +38,12 @@ export function isLanguage(v: unknown): v is Language {
   return typeof v === 'string' && (LANGUAGES as readonly string[]).includes(v);
 }
 
-export function languageOf(cookieHeader: string | undefined, override?: unknown): Language {
+/** `?lang=`, else the `lang` cookie, else the browser's Accept-Language, else zh (as the console picks). */
+export function languageOf(
+  cookieHeader: string | undefined,
+  override?: unknown,
+  acceptLanguage?: string,
+): Language {
   if (isLanguage(override)) return override;
   for (const part of (cookieHeader ?? '').split(';')) {
     const [k, ...rest] = part.trim().split('=');
@@ -40,7 +52,7 @@ export function languageOf(cookieHeader: string | undefined, override?: unknown)
       if (isLanguage(v)) return v;
     }
   }
-  return DEFAULT_LANGUAGE;
+  return preferredLanguage(acceptLanguageTags(acceptLanguage)) ?? DEFAULT_LANGUAGE;
 }
 
 export const esc = (v: unknown) =>
@@ -51,32 +63,46 @@ export const esc = (v: unknown) =>
 
 const LANGUAGE_NAMES: Record<Language, string> = { zh: '中文', en: 'English', ja: '日本語' };
 
+// The console's look (src/web/auth/AuthShell.tsx and components/controls.tsx): zinc neutrals, a faint
+// violet glow at the top, a white card with a hairline border, the console's gradient mark, a zinc-900
+// primary button; dark when the system is.
 const STYLE = `
 *{box-sizing:border-box}
-body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;
-font-family:-apple-system,BlinkMacSystemFont,"Segoe UI","PingFang SC","Hiragino Sans","Microsoft YaHei",sans-serif;
-background:linear-gradient(135deg,#0f172a 0%,#1e3a5f 55%,#0e7490 100%);color:#0f172a}
-main{width:min(420px,calc(100vw - 32px));background:#fff;border-radius:14px;padding:32px 32px 24px;
-box-shadow:0 24px 60px rgba(2,6,23,.35)}
-.brand{display:flex;align-items:center;gap:10px;font-weight:700;font-size:15px;color:#0e7490;letter-spacing:.02em}
+:root{color-scheme:light dark;--bg:#fafafa;--card:#fff;--line:#e4e4e7;--text:#18181b;--muted:#71717a;--soft:#52525b;
+--field:#fff;--field-line:#d4d4d8;--btn:#18181b;--btn-text:#fff;--btn-hover:#27272a;--ring:rgba(139,92,246,.35);
+--glow:rgba(139,92,246,.10)}
+@media (prefers-color-scheme:dark){:root{--bg:#09090b;--card:#18181b;--line:#27272a;--text:#fafafa;--muted:#a1a1aa;
+--soft:#d4d4d8;--field:#09090b;--field-line:#3f3f46;--btn:#fafafa;--btn-text:#18181b;--btn-hover:#e4e4e7;--glow:rgba(139,92,246,.18)}}
+body{margin:0;min-height:100vh;display:flex;flex-direction:column;align-items:center;padding:8vh 16px 64px;
+font-family:ui-sans-serif,system-ui,-apple-system,"Segoe UI","PingFang SC","Hiragino Sans","Microsoft YaHei",sans-serif;
+background:radial-gradient(ellipse 50% 320px at 50% 0,var(--glow),transparent) no-repeat,var(--bg);color:var(--text)}
+main{width:min(380px,100%)}
+.brand{display:flex;align-items:center;justify-content:center;gap:8px;font-weight:600;font-size:13px;letter-spacing:-.01em;margin-bottom:20px}
 .brand svg{flex:none}
-h1{font-size:22px;margin:18px 0 4px}
-p.sub{margin:0 0 20px;color:#475569;font-size:14px}
-label{display:block;font-size:13px;font-weight:600;margin:14px 0 6px;color:#334155}
-input{width:100%;padding:10px 12px;border:1px solid #cbd5e1;border-radius:8px;font-size:15px;background:#f8fafc}
-input:focus{outline:none;border-color:#0891b2;box-shadow:0 0 0 3px rgba(8,145,178,.2);background:#fff}
-small{display:block;color:#64748b;font-size:12px;margin-top:4px}
-button{width:100%;margin-top:22px;padding:11px;border:0;border-radius:8px;background:#0e7490;color:#fff;
-font-size:15px;font-weight:600;cursor:pointer}
-button:hover{background:#155e75}
-.err{margin:0 0 8px;padding:10px 12px;border-radius:8px;background:#fef2f2;color:#b91c1c;font-size:14px;border:1px solid #fecaca}
-.links{display:flex;justify-content:space-between;gap:12px;margin-top:18px;font-size:13px}
-a{color:#0e7490;text-decoration:none}a:hover{text-decoration:underline}
-footer{margin-top:22px;padding-top:14px;border-top:1px solid #e2e8f0;display:flex;gap:12px;justify-content:center;font-size:12px;color:#64748b}
-footer a[aria-current]{font-weight:700;color:#0f172a}
+h1{font-size:20px;font-weight:600;letter-spacing:-.015em;margin:0 0 6px;text-align:center}
+p.sub{margin:0 0 20px;color:var(--muted);font-size:13px;text-align:center}
+form,.card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:20px;box-shadow:0 1px 2px rgba(0,0,0,.05)}
+label{display:block;font-size:13px;font-weight:500;margin:14px 0 6px;color:var(--soft)}
+label:first-child,form>label:first-of-type{margin-top:0}
+input{width:100%;height:36px;padding:0 10px;border:1px solid var(--field-line);border-radius:6px;font-size:14px;
+background:var(--field);color:var(--text)}
+input:focus{outline:none;border-color:#8b5cf6;box-shadow:0 0 0 3px var(--ring)}
+small{display:block;color:var(--muted);font-size:12px;margin-top:4px}
+button{width:100%;height:36px;margin-top:20px;border:0;border-radius:6px;background:var(--btn);color:var(--btn-text);
+font-size:13px;font-weight:500;cursor:pointer}
+button:hover{background:var(--btn-hover)}
+button:focus-visible,a:focus-visible{outline:none;box-shadow:0 0 0 3px var(--ring)}
+.err{margin:0 0 14px;padding:9px 12px;border-radius:6px;background:#fef2f2;color:#b91c1c;font-size:13px;border:1px solid #fecaca}
+.links{display:flex;justify-content:space-between;gap:12px;margin-top:16px;font-size:13px}
+a{color:var(--soft);text-decoration:underline;text-decoration-color:var(--line);text-underline-offset:3px;border-radius:4px}
+a:hover{color:var(--text);text-decoration-color:currentColor}
+footer{margin-top:20px;display:flex;gap:14px;justify-content:center;font-size:12px;color:var(--muted)}
+footer a{text-decoration:none;color:var(--muted)}
+footer a[aria-current]{font-weight:600;color:var(--text)}
 `;
 
-const LOGO = `<svg width="28" height="28" viewBox="0 0 32 32" aria-hidden="true"><rect x="4" y="4" width="24" height="24" rx="5" fill="#0e7490"/><rect x="10" y="10" width="12" height="12" rx="2" fill="#fff"/><path d="M8 1v4M16 1v4M24 1v4M8 27v4M16 27v4M24 27v4M1 8h4M1 16h4M1 24h4M27 8h4M27 16h4M27 24h4" stroke="#0e7490" stroke-width="2"/></svg>`;
+// The console's mark (components/controls.tsx Logo).
+const LOGO = `<svg width="22" height="22" viewBox="0 0 24 24" aria-hidden="true"><defs><linearGradient id="bb-logo" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#8b5cf6"/><stop offset="1" stop-color="#0ea5e9"/></linearGradient></defs><rect x="1" y="1" width="22" height="22" rx="6" fill="url(#bb-logo)"/><path d="M7 7h5.5a2.5 2.5 0 0 1 0 5H7zM7 12h6.5a2.5 2.5 0 0 1 0 5H7z" fill="none" stroke="white" stroke-width="1.9" stroke-linejoin="round"/></svg>`;
 
 function page(lang: Language, title: string, body: string, hrefFor: (l: Language) => string): string {
   const switcher = LANGUAGES.map(

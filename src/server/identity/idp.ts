@@ -12,9 +12,9 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import { AppError } from '#server/errors.ts';
 import type { Language } from '#shared/constants.ts';
 import { PASSWORD_MIN, USERNAME_RE } from '#shared/user.ts';
-import { AppError } from '#server/errors.ts';
 import { createUser, findUserById, type UserRow } from './identity.repo.ts';
 import type { IdentityService } from './identity.service.ts';
 import { languageOf, PAGE_HEADERS, renderError, renderRegister, renderSignIn, t } from './idp-pages.ts';
@@ -185,7 +185,7 @@ export async function mountEmbeddedIdp(
       return grant;
     },
     async renderError(ctx, out, err) {
-      const lang = languageOf(ctx.get('cookie'));
+      const lang = languageOf(ctx.get('cookie'), undefined, ctx.get('accept-language'));
       if (!(err instanceof Error && 'expose' in err && err.expose))
         app.log.warn({ err }, 'sign-in provider error');
       ctx.set(PAGE_HEADERS);
@@ -211,7 +211,11 @@ export async function mountEmbeddedIdp(
 
   const callback = provider.callback();
   app.addHook('onRequest', async (req) => {
-    if (req.url === IDP_PREFIX || req.url.startsWith(`${IDP_PREFIX}/`) || req.url.startsWith(`${IDP_PREFIX}?`))
+    if (
+      req.url === IDP_PREFIX ||
+      req.url.startsWith(`${IDP_PREFIX}/`) ||
+      req.url.startsWith(`${IDP_PREFIX}?`)
+    )
       pinForwardedHeaders(req, publicConfigured);
   });
   await app.register(async (scope) => {
@@ -251,7 +255,11 @@ function retrySeconds(err: AppError): number {
 function registerInteractions(app: FastifyInstance, provider: Provider, identity: IdentityService): void {
   const base = `${IDP_PREFIX}/interaction/:uid`;
   const langOf = (req: FastifyRequest) =>
-    languageOf(req.headers.cookie, (req.query as Record<string, unknown>)?.lang);
+    languageOf(
+      req.headers.cookie,
+      (req.query as Record<string, unknown>)?.lang,
+      req.headers['accept-language'],
+    );
   const rememberLang = (reply: FastifyReply, lang: Language, req: FastifyRequest) => {
     if ((req.query as Record<string, unknown>)?.lang === lang)
       reply.header('set-cookie', `lang=${lang}; Path=/; Max-Age=31536000; SameSite=Lax`);

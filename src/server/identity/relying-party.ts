@@ -8,8 +8,8 @@
 // over the network to its discovered endpoints.
 import type { FastifyInstance } from 'fastify';
 import * as oidc from 'openid-client';
-import { IdentityErrorKey } from '#shared/user.ts';
 import { badRequest } from '#server/errors.ts';
+import { IdentityErrorKey } from '#shared/user.ts';
 
 export interface ExternalProfile {
   issuer: string;

@@ -4,8 +4,8 @@
 import crypto from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import { BUILTIN_ORG, BUILTIN_ROLE, IdentityPerm } from '#shared/user.ts';
 import { memberships, organisations, roles, users } from '#server/db/schema/identity.ts';
+import { BUILTIN_ORG, BUILTIN_ROLE, IdentityPerm } from '#shared/user.ts';
 import { hashPassword, randomPassword } from './passwords.ts';
 
 /** Device permissions every ordinary member holds (other features check these). */

@@ -8,14 +8,14 @@ import type { Db } from '#server/db/client.ts';
 import type { BoardChange } from './collaborators.ts';
 import { type AttributeFilters, boardFilterSql } from './filters.ts';
 
-type Executor = Pick<Db, 'execute'>;
+export type Executor = Pick<Db, 'execute'>;
 
-async function rows<T>(db: Executor, q: SQL): Promise<T[]> {
+export async function rows<T>(db: Executor, q: SQL): Promise<T[]> {
   const res = await db.execute(q);
   return (res as unknown as { rows: T[] }).rows;
 }
 
-const at = (d: Date) => sql`${d.toISOString()}::timestamptz`;
+export const at = (d: Date) => sql`${d.toISOString()}::timestamptz`;
 
 export function toIso(v: Date | string | null | undefined): string | null {
   if (v === null || v === undefined) return null;
@@ -43,7 +43,7 @@ export interface LeaseRow {
   apply_id: string | null;
 }
 
-const leaseSelect = sql`
+export const leaseSelect = sql`
   select l.id, l.user_id, l.board_id, l.server_name, l.duration_key, l.state, l.started_at, l.ends_at,
          l.ended_at, l.renewals, l.warned_24h_at, l.warned_1h_at,
          b.name as board_name, b.model, b.attributes, b.state as board_state, b.driver,
@@ -98,12 +98,12 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   if (code !== '23505') return false;
   // PGlite does not always fill in the constraint name; the message names it then.
   if (!constraint) return true;
-  const text = `${c ?? ''} ${(err as Error)?.message ?? ''} ${((err as { cause?: Error })?.cause?.message ?? '')}`;
+  const text = `${c ?? ''} ${(err as Error)?.message ?? ''} ${(err as { cause?: Error })?.cause?.message ?? ''}`;
   return text.includes(constraint);
 }
 
 /** Boards change state only from an expected state; each change leaves a board_events row. */
-async function transitionBoard(
+export async function transitionBoard(
   tx: Executor,
   changes: BoardChange[],
   boardId: string,
@@ -135,12 +135,26 @@ async function transitionBoard(
   return changed[0].from_state;
 }
 
-const noLiveLease = sql`not exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`;
+export const noLiveLease = sql`not exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`;
 /** A board whose last lease ended but whose restore has not finished is not handed out, whatever its state says. */
-const noPendingCleanup = sql`not exists (select 1 from leases y
+export const noPendingCleanup = sql`not exists (select 1 from leases y
   where y.board_id = b.id and y.state <> 'live' and y.cleaned_at is null)`;
 
+/**
+ * Runs inside the transaction that returned a board to the pool (the waiting line grants it there, so
+ * nobody sees it free first); answers what to do once that transaction committed.
+ */
+export type BoardFreedHook = (
+  tx: Executor,
+  boardId: string,
+  now: Date,
+  changes: BoardChange[],
+) => Promise<(() => Promise<void> | void) | null>;
+
 export class LeaseRepo {
+  /** Set by the waiting line (queue.service.ts). */
+  onBoardFreed: BoardFreedHook | null = null;
+
   constructor(
     private readonly db: Db,
     /** Called with the board state changes of a transaction once it has committed. */
@@ -252,7 +266,9 @@ export class LeaseRepo {
    * Why no board was free: how many boards in service match, and when the first live lease on one of
    * them (not in maintenance or offline) ends. A matching board being restored counts as free now.
    */
-  async nextFree(filters: AttributeFilters): Promise<{ matching: number; nextEnd: Date | null; cleaning: number }> {
+  async nextFree(
+    filters: AttributeFilters,
+  ): Promise<{ matching: number; nextEnd: Date | null; cleaning: number }> {
     const [r] = await rows<{ matching: number; next_end: Date | string | null; cleaning: number }>(
       this.db,
       sql`select count(*)::int as matching,
@@ -315,7 +331,15 @@ export class LeaseRepo {
       );
       if (!lease) return null;
       const closed = await this.closeAppliesOf(tx, [lease.id], 'released', now);
-      await transitionBoard(tx, changes, boardId, ['leased', 'flashing', 'resetting'], 'resetting', 'lease released', now);
+      await transitionBoard(
+        tx,
+        changes,
+        boardId,
+        ['leased', 'flashing', 'resetting'],
+        'resetting',
+        'lease released',
+        now,
+      );
       return { ...lease, closedApplyIds: closed.filter((c) => c.lease_id === lease.id).map((c) => c.id) };
     });
   }
@@ -379,7 +403,13 @@ export class LeaseRepo {
         ? sql`warned_1h_at = ${at(now)}, warned_24h_at = coalesce(warned_24h_at, ${at(now)})`
         : sql`warned_24h_at = ${at(now)}`;
     const column = window === '1h' ? sql`warned_1h_at` : sql`warned_24h_at`;
-    return rows<{ id: string; user_id: string; board_id: string; server_name: string; ends_at: Date | string }>(
+    return rows<{
+      id: string;
+      user_id: string;
+      board_id: string;
+      server_name: string;
+      ends_at: Date | string;
+    }>(
       this.db,
       sql`update leases set ${set}
            where state = 'live' and ${column} is null and ends_at > ${at(now)} and ends_at <= ${at(now)} + ${span}
@@ -418,7 +448,11 @@ export class LeaseRepo {
   }
 
   /** Before a retried cleanup: the board goes (back) to resetting unless someone holds it or it is offline. */
-  async prepareRetriedCleanup(leaseId: string, boardId: string, now: Date): Promise<'ready' | 'skip' | 'abandon'> {
+  async prepareRetriedCleanup(
+    leaseId: string,
+    boardId: string,
+    now: Date,
+  ): Promise<'ready' | 'skip' | 'abandon'> {
     return this.inTx(async (tx, changes) => {
       const [b] = await rows<{ state: string; live: boolean }>(
         tx,
@@ -449,10 +483,25 @@ export class LeaseRepo {
 
   /** The board is clean: back to idle (unless an operator took it meanwhile), and the cleanup is done. */
   async finishCleanup(leaseId: string, boardId: string, now: Date): Promise<void> {
-    await this.inTx(async (tx, changes) => {
-      await transitionBoard(tx, changes, boardId, ['resetting'], 'idle', 'restored to default after lease', now, noLiveLease);
-      await tx.execute(sql`update leases set cleaned_at = ${at(now)}, cleanup_error = null where id = ${leaseId}`);
+    const after = await this.inTx(async (tx, changes) => {
+      await transitionBoard(
+        tx,
+        changes,
+        boardId,
+        ['resetting'],
+        'idle',
+        'restored to default after lease',
+        now,
+        noLiveLease,
+      );
+      await tx.execute(
+        sql`update leases set cleaned_at = ${at(now)}, cleanup_error = null where id = ${leaseId}`,
+      );
+      // Whoever made it idle (here, or the lab when its restore ended), the board is free from this
+      // commit on: the hook looks at its state itself (its row is locked above).
+      return this.onBoardFreed ? this.onBoardFreed(tx, boardId, now, changes) : null;
     });
+    await after?.();
   }
 
   /** Restoring failed: the board goes to maintenance for an operator rather than back to the pool dirty. */
@@ -478,7 +527,9 @@ export class LeaseRepo {
 
   /** Board state changes around a power reset: leased → resetting, and back. */
   beginPowerReset(boardId: string, now: Date): Promise<string | null> {
-    return this.inTx((tx, changes) => transitionBoard(tx, changes, boardId, ['leased'], 'resetting', 'power reset', now));
+    return this.inTx((tx, changes) =>
+      transitionBoard(tx, changes, boardId, ['leased'], 'resetting', 'power reset', now),
+    );
   }
 
   endPowerReset(boardId: string, ok: boolean, now: Date): Promise<string | null> {
@@ -490,6 +541,38 @@ export class LeaseRepo {
         ['resetting'],
         'leased',
         ok ? 'power reset done' : 'power reset failed',
+        now,
+        sql`exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`,
+      ),
+    );
+  }
+
+  /** A held board starts flashing: only from `leased` (not while resetting, offline, in maintenance). */
+  beginFlash(boardId: string, now: Date): Promise<string | null> {
+    return this.inTx((tx, changes) =>
+      transitionBoard(
+        tx,
+        changes,
+        boardId,
+        ['leased'],
+        'flashing',
+        'flashing',
+        now,
+        sql`exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`,
+      ),
+    );
+  }
+
+  /** The flash ended (the board booted its new image, or its old one): back to its holder. */
+  endFlash(boardId: string, ok: boolean, now: Date): Promise<string | null> {
+    return this.inTx((tx, changes) =>
+      transitionBoard(
+        tx,
+        changes,
+        boardId,
+        ['flashing'],
+        'leased',
+        ok ? 'flash done' : 'flash failed',
         now,
         sql`exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`,
       ),
@@ -543,6 +626,30 @@ export class LeaseRepo {
     });
   }
 
+  /**
+   * An apply of a user who does not hold the board on someone else's live lease (a share member; the
+   * sharing feature checked they may): the existing open one, or a new one.
+   */
+  async openApplyOn(userId: string, leaseId: string, now: Date): Promise<ApplyRow | null> {
+    return this.db.transaction(async (tx) => {
+      const [lease] = await rows<{ id: string; board_id: string }>(
+        tx,
+        sql`select id, board_id from leases where id = ${leaseId} and state = 'live' and ends_at > ${at(now)} for share`,
+      );
+      if (!lease) return null;
+      await tx.execute(
+        sql`insert into applies (id, user_id, board_id, lease_id, state, opened_at)
+            values (${crypto.randomUUID()}, ${userId}, ${lease.board_id}, ${lease.id}, 'open', ${at(now)})
+            on conflict (user_id, lease_id) where state = 'open' do nothing`,
+      );
+      const [apply] = await rows<ApplyRow>(
+        tx,
+        sql`${applySelect} where a.user_id = ${userId} and a.lease_id = ${lease.id} and a.state = 'open'`,
+      );
+      return apply ?? null;
+    });
+  }
+
   async getApply(applyId: string): Promise<ApplyRow | null> {
     const [r] = await rows<ApplyRow>(this.db, sql`${applySelect} where a.id = ${applyId}`);
     return r ?? null;
@@ -568,7 +675,11 @@ export class LeaseRepo {
   }
 
   /** The live lease through which the user may use the board: their own, or one they have an open apply on. */
-  async accessOf(userId: string, boardId: string, now: Date): Promise<{ leaseId: string; serverName: string; holder: boolean } | null> {
+  async accessOf(
+    userId: string,
+    boardId: string,
+    now: Date,
+  ): Promise<{ leaseId: string; serverName: string; holder: boolean } | null> {
     const [r] = await rows<{ id: string; server_name: string; user_id: string }>(
       this.db,
       sql`select l.id, l.server_name, l.user_id from leases l
@@ -582,7 +693,11 @@ export class LeaseRepo {
 
   // ---- history
 
-  async applyHistory(userId: string, page: number, pageSize: number): Promise<{ total: number; items: ApplyRow[] }> {
+  async applyHistory(
+    userId: string,
+    page: number,
+    pageSize: number,
+  ): Promise<{ total: number; items: ApplyRow[] }> {
     const [count] = await rows<{ n: number }>(
       this.db,
       sql`select count(*)::int as n from applies where user_id = ${userId}`,
@@ -596,7 +711,10 @@ export class LeaseRepo {
   }
 
   recentApplies(userId: string, limit: number): Promise<ApplyRow[]> {
-    return rows(this.db, sql`${applySelect} where a.user_id = ${userId} order by a.opened_at desc, a.id limit ${limit}`);
+    return rows(
+      this.db,
+      sql`${applySelect} where a.user_id = ${userId} order by a.opened_at desc, a.id limit ${limit}`,
+    );
   }
 
   async workHistory(userId: string, boardId: string) {

@@ -20,8 +20,16 @@ export interface TickReport {
 export const STALE_CLEANUP_MS = 10 * 60_000;
 const EXPIRE_BATCH = 200;
 
+/** More work a tick does after the leases' own (the waiting line's expiry and sweep). */
+export interface SchedulerStep {
+  tick(now: Date): Promise<unknown>;
+  /** The next instant this step has something to do, or null. */
+  nextDue(): Promise<Date | null>;
+}
+
 export class LeaseScheduler {
   private timer: NodeJS.Timeout | null = null;
+  private readonly steps: SchedulerStep[] = [];
   private chain: Promise<unknown> = Promise.resolve();
   private stopped = true;
 
@@ -45,6 +53,10 @@ export class LeaseScheduler {
     await this.chain.catch(() => {});
   }
 
+  addStep(step: SchedulerStep): void {
+    this.steps.push(step);
+  }
+
   /** One pass; ticks of one instance run one after another. */
   tick(): Promise<TickReport> {
     const run = this.chain.then(() => this.runOnce());
@@ -65,7 +77,8 @@ export class LeaseScheduler {
   }
 
   private async nextDelay(): Promise<number> {
-    const due = await this.service.repo.nextDue();
+    const dues = [await this.service.repo.nextDue(), ...(await Promise.all(this.steps.map((s) => s.nextDue())))];
+    const due = dues.reduce<Date | null>((min, d) => (d && (!min || d < min) ? d : min), null);
     if (!due) return this.maxIntervalMs;
     const wait = due.getTime() - this.app.clock.now().getTime();
     return Math.min(this.maxIntervalMs, Math.max(50, wait + 5));
@@ -101,6 +114,7 @@ export class LeaseScheduler {
       report.retriedCleanups++;
       await this.service.cleanup(s.id, s.board_id);
     }
+    for (const step of this.steps) await step.tick(this.app.clock.now());
     return report;
   }
 }

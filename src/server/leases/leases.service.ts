@@ -6,27 +6,31 @@
 // dirty. Ends are written once at request or renewal and never moved by a restart.
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { DriverError } from '#server/boards/driver.ts';
+import { readMetricsSince } from '#server/boards/metrics-store.ts';
+import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
+import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
 import { ResultCode } from '#shared/codes.ts';
 import { LEASE_DURATIONS, LEASE_END_TOLERANCE_MS, LONGEST_LEASE_MS } from '#shared/constants.ts';
 import {
-  type ApplyHistoryItem,
   type AppliedDeviceDto,
+  type ApplyHistoryItem,
   type LeaseDto,
   LeaseErrorKey,
   LeaseNotice,
   type LoadSeries,
 } from '#shared/leases.ts';
-import { DriverError } from '#server/boards/driver.ts';
-import { readMetricsSince } from '#server/boards/metrics-store.ts';
-import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
-import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
 import { closeShells, emitBoardChanges, type LabPort, labOf, notifyUser } from './collaborators.ts';
 import type { AttributeFilters } from './filters.ts';
 import { type ApplyRow, type EndedLease, LeaseRepo, type LeaseRow, toIso } from './leases.repo.ts';
 import { type LoadKind, loadSeries } from './load.ts';
 
 /** Why shells close, as the realtime channel words it (src/shared/realtime.ts ShellCloseReason). */
-const SHELL_REASON = { applyEnded: 'apply.ended', leaseExpired: 'lease.expired', boardReset: 'board.reset' } as const;
+const SHELL_REASON = {
+  applyEnded: 'apply.ended',
+  leaseExpired: 'lease.expired',
+  boardReset: 'board.reset',
+} as const;
 
 const unavailable = (message: string, key: string) => new AppError(503, ResultCode.Unavailable, key, message);
 
@@ -59,6 +63,16 @@ function driverFailure(err: unknown): AppError {
 
 export class LeaseService {
   readonly repo: LeaseRepo;
+  /** Set by the waiting line: boards free now go to those waiting before a direct request may take one. */
+  queueFirst: (() => Promise<unknown>) | null = null;
+  /**
+   * Set by the sharing feature: the live lease of someone else through which `userId` may use the
+   * board (a group of its holder holds it and they are a member; with `grant`, only when the group
+   * grants that too), or null.
+   */
+  sharedLease:
+    | ((userId: string, deviceId: string, now: Date, grant?: 'renew') => Promise<string | null>)
+    | null = null;
   /** Cleanups running in the background (after unlock); stop() waits for them. */
   private readonly pending = new Set<Promise<void>>();
 
@@ -123,14 +137,23 @@ export class LeaseService {
       `requestDate must be now plus one of the offered durations (${LEASE_DURATIONS.map((d) => d.key).join(', ')})`,
       [{ path: 'requestDate', message: 'not an offered duration from now' }],
       undefined,
-      { offered: LEASE_DURATIONS.map((d) => ({ key: d.key, endsAt: new Date(now.getTime() + d.ms).toISOString() })) },
+      {
+        offered: LEASE_DURATIONS.map((d) => ({
+          key: d.key,
+          endsAt: new Date(now.getTime() + d.ms).toISOString(),
+        })),
+      },
     );
   }
 
-  async request(userId: string, input: { requestDate: string; filterReq: AttributeFilters; serverName: string }) {
+  async request(
+    userId: string,
+    input: { requestDate: string; filterReq: AttributeFilters; serverName: string },
+  ) {
     const now = this.now();
     const endsAt = new Date(input.requestDate);
     const duration = this.durationOf(endsAt, now);
+    await this.queueFirst?.();
     let outcome = await this.repo.requestLease({
       userId,
       serverName: input.serverName,
@@ -187,9 +210,16 @@ export class LeaseService {
     const now = this.now();
     const lease = await this.liveLeaseOrFail(userId, input.deviceId, input.oldServerName, now);
     if (input.newServerName !== input.oldServerName) {
-      const result = await this.repo.rename(userId, input.deviceId, input.oldServerName, input.newServerName, now);
+      const result = await this.repo.rename(
+        userId,
+        input.deviceId,
+        input.oldServerName,
+        input.newServerName,
+        now,
+      );
       if (result === 'taken') throw nameTaken(input.newServerName);
-      if (result === 'missing') throw notFound('You hold no board by that id and name', LeaseErrorKey.notFound);
+      if (result === 'missing')
+        throw notFound('You hold no board by that id and name', LeaseErrorKey.notFound);
     }
     const fresh = await this.repo.getById(lease.id);
     return this.toDto(fresh!, now);
@@ -197,7 +227,15 @@ export class LeaseService {
 
   async renew(userId: string, input: { serverName: string; deviceId: string; renewalDate: string }) {
     const now = this.now();
-    const lease = await this.liveLeaseOrFail(userId, input.deviceId, input.serverName, now);
+    // A share member renews the owner's lease when their group grants `renew`.
+    const sharedId = (await this.repo.getLive(userId, input.deviceId, now))
+      ? null
+      : await this.sharedLease?.(userId, input.deviceId, now, 'renew');
+    const shared = sharedId ? await this.repo.getById(sharedId) : null;
+    const lease =
+      shared && shared.server_name === input.serverName
+        ? shared
+        : await this.liveLeaseOrFail(userId, input.deviceId, input.serverName, now);
     const newEnd = new Date(input.renewalDate);
     const currentEnd = new Date(lease.ends_at);
     if (newEnd.getTime() <= currentEnd.getTime()) {
@@ -228,9 +266,14 @@ export class LeaseService {
 
   async unlock(userId: string, input: { deviceId: string; serverName: string }) {
     const now = this.now();
+    await this.refuseWhileFlashing(input.deviceId);
     const ended = await this.repo.release(userId, input.deviceId, input.serverName, now);
     if (!ended) throw notFound('You hold no board by that id and name', LeaseErrorKey.notFound);
-    await closeShells(this.app, { applyIds: ended.closedApplyIds, deviceId: ended.board_id }, SHELL_REASON.applyEnded);
+    await closeShells(
+      this.app,
+      { applyIds: ended.closedApplyIds, deviceId: ended.board_id },
+      SHELL_REASON.applyEnded,
+    );
     void notifyUser(this.app, ended.user_id, this.notice(LeaseNotice.released, 'info', ended, now));
     // Restoring a board can take longer than the console waits for an answer: it runs on, tracked.
     this.track(this.cleanup(ended.id, ended.board_id));
@@ -240,7 +283,11 @@ export class LeaseService {
   /** After the scheduler expired a lease: shells, the holder's notice, then the board back to the pool. */
   async afterExpiry(ended: EndedLease): Promise<void> {
     const now = this.now();
-    await closeShells(this.app, { applyIds: ended.closedApplyIds, deviceId: ended.board_id }, SHELL_REASON.leaseExpired);
+    await closeShells(
+      this.app,
+      { applyIds: ended.closedApplyIds, deviceId: ended.board_id },
+      SHELL_REASON.leaseExpired,
+    );
     await notifyUser(this.app, ended.user_id, this.notice(LeaseNotice.expired, 'warning', ended, now));
     await this.cleanup(ended.id, ended.board_id);
   }
@@ -309,7 +356,15 @@ export class LeaseService {
 
   // ---- applies
 
-  private deviceDto(a: ApplyRow, board: { model: string; attributes: LeaseRow['attributes']; board_state: string; driver: 'local' | 'ssh' }): AppliedDeviceDto {
+  private deviceDto(
+    a: ApplyRow,
+    board: {
+      model: string;
+      attributes: LeaseRow['attributes'];
+      board_state: string;
+      driver: 'local' | 'ssh';
+    },
+  ): AppliedDeviceDto {
     return {
       deviceId: a.board_id,
       name: a.board_name,
@@ -323,16 +378,40 @@ export class LeaseService {
     };
   }
 
+  /** A board being flashed is locked against new sessions, resets and release until the job ends. */
+  private async refuseWhileFlashing(deviceId: string): Promise<void> {
+    if ((await this.repo.boardState(deviceId)) === 'flashing') {
+      throw conflict('The board is being flashed; wait for the flash job to end', LeaseErrorKey.busy);
+    }
+  }
+
   async apply(userId: string, deviceId: string) {
     const now = this.now();
-    const apply = await this.repo.openApply(userId, deviceId, now);
+    // While flashing, a session already open is answered (its flash pane and serial console stay
+    // usable); a new one waits for the job to end.
+    const open = (await this.repo.liveApplies(userId, now)).some((a) => a.board_id === deviceId);
+    if (!open) await this.refuseWhileFlashing(deviceId);
+    let apply = await this.repo.openApply(userId, deviceId, now);
+    if (!apply && this.sharedLease) {
+      const leaseId = await this.sharedLease(userId, deviceId, now);
+      if (leaseId) apply = await this.repo.openApplyOn(userId, leaseId, now);
+      // A revocation committed meanwhile closed the applies it saw; this one it may not have seen.
+      if (apply && !(await this.sharedLease(userId, deviceId, now))) {
+        await this.repo.closeApply(apply.id, userId, now);
+        apply = null;
+      }
+    }
     if (!apply) throw notFound('You hold no live lease on this board', LeaseErrorKey.notHeld);
     const lease = (await this.repo.getById(apply.lease_id))!;
     return { applyId: apply.id, deviceDto: this.deviceDto(apply, lease) };
   }
 
   /** Why an apply cannot be used by this user now, or null when it can. */
-  private applyProblem(a: ApplyRow | null, userId: string, now: Date): { key: string; message: string } | null {
+  private applyProblem(
+    a: ApplyRow | null,
+    userId: string,
+    now: Date,
+  ): { key: string; message: string } | null {
     if (!a || a.user_id !== userId) return { key: LeaseErrorKey.applyNotFound, message: 'No such apply' };
     if (a.state !== 'open') return { key: LeaseErrorKey.applyClosed, message: 'This apply has been closed' };
     if (a.lease_state !== 'live' || new Date(a.ends_at).getTime() <= now.getTime()) {
@@ -372,12 +451,19 @@ export class LeaseService {
   async resolveApply(ctx: CallContext, input: unknown): Promise<ResolvedApply> {
     const fromPayload = (input as { applyId?: unknown } | null)?.applyId;
     const header = ctx.req.headers.applyaccess;
-    const raw = typeof fromPayload === 'string' && fromPayload ? fromPayload : Array.isArray(header) ? header[0] : header;
+    const raw =
+      typeof fromPayload === 'string' && fromPayload
+        ? fromPayload
+        : Array.isArray(header)
+          ? header[0]
+          : header;
     const applyId = raw?.trim().replace(/^"(.*)"$/, '$1');
     if (!applyId) {
-      throw badRequest('This action needs an applyId (payload applyId or the ApplyAccess header)', LeaseErrorKey.applyMissing, [
-        { path: 'applyId', message: 'required' },
-      ]);
+      throw badRequest(
+        'This action needs an applyId (payload applyId or the ApplyAccess header)',
+        LeaseErrorKey.applyMissing,
+        [{ path: 'applyId', message: 'required' }],
+      );
     }
     if (!ctx.user) throw notFound('No such apply', LeaseErrorKey.applyNotFound);
     const a = applyId.length <= 64 ? await this.repo.getApply(applyId) : null;
@@ -424,9 +510,16 @@ export class LeaseService {
 
   async callPlugin(apply: ResolvedApply, input: { topic: string; data?: unknown; nodeId?: string | number }) {
     const lab = this.lab();
-    const data = input.data === undefined ? '' : typeof input.data === 'string' ? input.data : JSON.stringify(input.data);
+    const data =
+      input.data === undefined
+        ? ''
+        : typeof input.data === 'string'
+          ? input.data
+          : JSON.stringify(input.data);
     try {
-      const result = await lab.driver(apply.deviceId).callPlugin(input.topic, data, String(input.nodeId ?? ''));
+      const result = await lab
+        .driver(apply.deviceId)
+        .callPlugin(input.topic, data, String(input.nodeId ?? ''));
       return { topic: input.topic, result };
     } catch (err) {
       throw driverFailure(err);
@@ -449,7 +542,11 @@ export class LeaseService {
     const samples = lab
       ? await lab.recentMetrics(input.deviceId, since)
       : await readMetricsSince(this.app.storage, input.deviceId, since);
-    return loadSeries(input.deviceId, kind, samples.filter((s) => s.at >= since && s.at <= now.getTime()));
+    return loadSeries(
+      input.deviceId,
+      kind,
+      samples.filter((s) => s.at >= since && s.at <= now.getTime()),
+    );
   }
 
   // ---- history
