@@ -34,6 +34,9 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     // X-Forwarded-* only from the configured proxies; from anyone else the socket is the client.
     trustProxy: trustProxyOption(config.BIANBU_TRUSTED_PROXIES),
     forceCloseConnections: true,
+    // Starting brings up storage, migrations and the board lab; on a busy host that can pass
+    // Fastify's 10 s default, which would abort a start that is merely slow.
+    pluginTimeout: 60_000,
   });
   // The data dir is private to the service (0711 itself, everything else 0600/0700, boards' own
   // files aside); PGlite creates its files 0666 whatever the umask, hence again once it is open.

@@ -16,7 +16,10 @@ const configSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Public origin of the console (for OIDC redirects and the WebSocket Origin check). */
   BIANBU_PUBLIC_URL: z.string().url('must be an absolute URL such as http://localhost:8080').optional(),
@@ -49,7 +52,10 @@ const configSchema = z.object({
   /** Metrics samples are kept at least 24 hours. */
   BIANBU_METRICS_RETENTION_HOURS: z.coerce.number().min(24, 'must be at least 24').default(24),
   BIANBU_SINGLE_SESSION: bool.default(false),
-  BIANBU_TOKEN_TTL_HOURS: z.coerce.number().positive().default(24 * 7),
+  BIANBU_TOKEN_TTL_HOURS: z.coerce
+    .number()
+    .positive()
+    .default(24 * 7),
   XPACK_ENABLED: bool.default(false),
   OIDC_ISSUER: z.string().url().optional(),
   OIDC_CLIENT_ID: z.string().optional(),
@@ -59,6 +65,12 @@ const configSchema = z.object({
   BIANBU_WEB_DIR: z.string().default('dist/web'),
   /** Longest sleep of the lease expiry scheduler between ticks (it wakes earlier when a lease is due); 0 stops it. */
   BIANBU_LEASE_TICK_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /** Longest wait of an entry in the waiting line for boards, in hours (at most 30 days). */
+  BIANBU_QUEUE_MAX_WAIT_HOURS: z.coerce
+    .number()
+    .positive('must be more than 0')
+    .max(720, 'must be at most 720 (30 days)')
+    .default(24),
   BIANBU_LICENSE_EXPIRES: z.iso.date('must be a date YYYY-MM-DD').default('2099-12-31'),
   BIANBU_LICENSE_CORPORATION: z.string().default('Bianbu Cloud Community'),
   BIANBU_LICENSE_ASSETS: z.coerce.number().int().min(0).default(1000),
@@ -70,6 +82,12 @@ const configSchema = z.object({
   BIANBU_PHONE_SIGNUP: bool.default(true),
   /** Upload and download deadline (spec section 9: 600000 ms). */
   BIANBU_TRANSFER_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
+  /** Flash jobs that write at once on this instance; the others wait PENDING in order. */
+  BIANBU_FLASH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** Bytes of private images one user may keep, in MiB. */
+  BIANBU_FLASH_USER_QUOTA_MB: z.coerce.number().int().min(0).default(2048),
+  /** How long a flashed board may take to answer on its new image. */
+  BIANBU_FLASH_BOOT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
 });
 
 export type Config = z.infer<typeof configSchema> & { dataDir: string };
@@ -90,6 +108,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /** A config for tests: defaults plus overrides, no environment read. */
-export function testConfig(overrides: Partial<Record<keyof z.infer<typeof configSchema>, string>> = {}): Config {
+export function testConfig(
+  overrides: Partial<Record<keyof z.infer<typeof configSchema>, string>> = {},
+): Config {
   return loadConfig({ LOG_LEVEL: 'silent', PORT: '0', ...overrides });
 }

@@ -7,6 +7,36 @@ export type Language = (typeof LANGUAGES)[number];
 export const DEFAULT_LANGUAGE: Language = 'zh';
 export const FALLBACK_LANGUAGE: Language = 'en';
 
+/**
+ * The first supported language among a browser's preferences (`navigator.languages`, or the tags of
+ * an Accept-Language header in its order), matched by primary subtag: `en-GB` → en, `zh-TW` → zh.
+ * Null when none is supported; the caller then uses DEFAULT_LANGUAGE.
+ */
+export function preferredLanguage(prefs: readonly string[]): Language | null {
+  for (const p of prefs) {
+    const primary = p.trim().toLowerCase().split(/[-_;]/)[0];
+    if ((LANGUAGES as readonly string[]).includes(primary)) return primary as Language;
+  }
+  return null;
+}
+
+/** The tags of an Accept-Language header, best first (q=0 dropped, ties keep their order). */
+export function acceptLanguageTags(header: string | undefined): string[] {
+  return (header ?? '')
+    .split(',')
+    .map((part, i) => {
+      const [tag, ...params] = part.trim().split(';');
+      const q = params.map((x) => x.trim()).find((x) => x.startsWith('q='));
+      return { tag: tag.trim(), q: q ? Number(q.slice(2)) : 1, i };
+    })
+    .filter((x) => x.tag && x.tag !== '*' && Number.isFinite(x.q) && x.q > 0)
+    .sort((a, b) => b.q - a.q || a.i - b.i)
+    .map((x) => x.tag);
+}
+
+/** Terminal font sizes in px: the default and the bounds of Ctrl+Alt+= / Ctrl+Alt+-. */
+export const TERM_FONT = { initial: 13, min: 8, max: 28 } as const;
+
 /** Where the console keeps client state (spec section 9: token in local storage, the rest in cookies). */
 export const STORAGE = {
   tokenKey: 'token',
@@ -16,6 +46,8 @@ export const STORAGE = {
   sidebarCookie: 'sidebarStatus',
   activeTabCookie: 'activeTab',
   termThemeCookie: 'termTheme',
+  /** The terminals' font size in px (TERM_FONT bounds it). */
+  termFontCookie: 'termFont',
   showVncCookie: 'showVnc',
   showCodeCookie: 'showCode',
   themeCookie: 'theme',

@@ -22,7 +22,9 @@ for (const file of benches) {
     stdio: 'inherit',
     env: process.env,
   });
-  process.stdout.write(`### ${file}: ${r.status === 0 ? 'done' : `exited ${r.status}`} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  process.stdout.write(
+    `### ${file}: ${r.status === 0 ? 'done' : `exited ${r.status}`} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`,
+  );
   if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

@@ -65,13 +65,20 @@ describe.skipIf(SKIP_E2E)('board actions in the workbench', () => {
     await main.start('reset-lab');
     await wb.ready();
     expect(await wb.boardName().textContent()).toBe('reset-lab');
-    await page.waitForFunction(() => document.querySelector('[data-testid="workbench-header"] [data-state]')?.getAttribute('data-state') === 'leased');
+    await page.waitForFunction(
+      () =>
+        document
+          .querySelector('[data-testid="workbench-header"] [data-state]')
+          ?.getAttribute('data-state') === 'leased',
+    );
 
     // The first shell: a file on disk and a background process, both checked before the reset.
     await wb.waitForLiveTerminals(1);
     await wb.focusTerminal(0);
     const loginShell = await wb.terminals().nth(0).getAttribute('data-shell-id');
-    await page.keyboard.type('echo "kept-$((20+22))" > ~/before-reset.txt; sleep 1000 & echo "started-$((6*7))"');
+    await page.keyboard.type(
+      'echo "kept-$((20+22))" > ~/before-reset.txt; sleep 1000 & echo "started-$((6*7))"',
+    );
     await page.keyboard.press('Enter');
     await wb.waitForText(0, 'started-42');
     await page.keyboard.type('echo "procs=$(ps ax | grep -c "[s]leep 1000")"');
@@ -93,7 +100,9 @@ describe.skipIf(SKIP_E2E)('board actions in the workbench', () => {
       const w = window as unknown as { __states: string[] };
       w.__states = [];
       const note = () => {
-        const s = document.querySelector('[data-testid="workbench-header"] [data-state]')?.getAttribute('data-state');
+        const s = document
+          .querySelector('[data-testid="workbench-header"] [data-state]')
+          ?.getAttribute('data-state');
         if (s && w.__states[w.__states.length - 1] !== s) w.__states.push(s);
       };
       note();
@@ -121,7 +130,10 @@ describe.skipIf(SKIP_E2E)('board actions in the workbench', () => {
     await wb.waitForText(0, '--- power reset ---', 30_000);
     await page.waitForFunction(
       (id) => {
-        const text = document.querySelector(`[data-shell-id="${id}"] .xterm-rows`)?.textContent?.replace(/\u00a0/g, ' ') ?? '';
+        const text =
+          document
+            .querySelector(`[data-shell-id="${id}"] .xterm-rows`)
+            ?.textContent?.replace(/\u00a0/g, ' ') ?? '';
         const after = text.slice(text.lastIndexOf('--- power reset ---'));
         return after.includes('Starting kernel') && /login:/.test(after);
       },
@@ -131,23 +143,40 @@ describe.skipIf(SKIP_E2E)('board actions in the workbench', () => {
     expect(await wb.terminals().nth(0).getAttribute('data-status')).toBe('live');
 
     // The badge went through resetting and is back to leased, without a reload.
-    await page.waitForFunction(() => document.querySelector('[data-testid="workbench-header"] [data-state]')?.getAttribute('data-state') === 'leased', null, {
-      timeout: 30_000,
-    });
+    await page.waitForFunction(
+      () =>
+        document
+          .querySelector('[data-testid="workbench-header"] [data-state]')
+          ?.getAttribute('data-state') === 'leased',
+      null,
+      {
+        timeout: 30_000,
+      },
+    );
     const states = await page.evaluate(() => (window as unknown as { __states: string[] }).__states);
     expect(states).toEqual(['leased', 'resetting', 'leased']);
     expect(await badgeState(page)).toBe('leased');
-    expect(await page.locator('[data-testid="workbench-header"] [data-state]').textContent()).toMatch(/Leased/i);
+    expect(await page.locator('[data-testid="workbench-header"] [data-state]').textContent()).toMatch(
+      /Leased/i,
+    );
     expect(page.url()).toBe(urlBefore);
 
     // The login shell's tab (Ctrl+Alt+PgUp): closed, and it says the board was reset.
     await page.keyboard.press('Control+Alt+PageUp');
-    await page.waitForFunction((id) => !!document.querySelector(`[data-tab-id]:not(.invisible) [data-shell-id="${id}"]`), loginShell);
+    await page.waitForFunction(
+      (id) => !!document.querySelector(`[data-tab-id]:not(.invisible) [data-shell-id="${id}"]`),
+      loginShell,
+    );
     const closedPane = page.locator(`[data-shell-id="${loginShell}"]`);
-    await page.waitForFunction((id) => document.querySelector(`[data-shell-id="${id}"]`)?.getAttribute('data-status') === 'closed', loginShell);
+    await page.waitForFunction(
+      (id) => document.querySelector(`[data-shell-id="${id}"]`)?.getAttribute('data-status') === 'closed',
+      loginShell,
+    );
     const banner = closedPane.getByTestId('terminal-banner');
     expect(await banner.isVisible()).toBe(true);
-    expect(await banner.textContent()).toBe('The shell was closed: the board was reset.');
+    expect(await banner.textContent()).toBe(
+      'The shell was closed: the board was reset. — press Enter to start a new shell',
+    );
     await wb.waitForText(0, 'The shell was closed: the board was reset.');
 
     // A new shell (Ctrl+Alt+N) works: the background process is gone, the file is still there.

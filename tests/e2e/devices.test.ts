@@ -19,7 +19,9 @@ interface Lease {
 }
 
 async function myLeases(svc: Service, token: string): Promise<Lease[]> {
-  const res = await fetch(`${svc.url}/api/device/fetch-request-device`, { headers: { Authorization: token } });
+  const res = await fetch(`${svc.url}/api/device/fetch-request-device`, {
+    headers: { Authorization: token },
+  });
   const body = (await res.json()) as { code: number; data: { items: Lease[] } };
   expect(body.code).toBe(20000);
   return body.data.items;
@@ -127,7 +129,11 @@ describe.skipIf(SKIP_E2E)('device lifecycle in the console', () => {
     await main.start('kernel-lab');
     const cookie = (await ctx.cookies()).find((c) => c.name === 'applyInfo');
     expect(cookie).toBeDefined();
-    const info = JSON.parse(decodeURIComponent(cookie?.value ?? '{}')) as { applyId: string; deviceId: string; deviceRow?: { deviceId: string } };
+    const info = JSON.parse(decodeURIComponent(cookie?.value ?? '{}')) as {
+      applyId: string;
+      deviceId: string;
+      deviceRow?: { deviceId: string };
+    };
     expect(info.deviceId).toBe(leases[0].deviceId);
     expect(info.deviceRow?.deviceId).toBe(leases[0].deviceId);
     expect(info.applyId).toMatch(/\S/);

@@ -78,6 +78,44 @@ describe.skipIf(SKIP_E2E)('files in the workbench', () => {
     expect(await wb.terminalText(0)).toContain('edited in the browser');
   });
 
+  it('goes to a folder from the palette, completing the path with Tab like a shell', async () => {
+    await wb.run(0, 'mkdir -p /root/deep/alpha/omega /root/deep/beta; echo MK-$((6*7))', 'MK-42');
+    const console_ = new ConsolePage(page, svc.url);
+    await console_.runFromPaletteAsking('go to folder', 'files.goto');
+    const input = page.locator('[cmdk-input]');
+    const selected = page.locator('[cmdk-item][data-selected="true"]');
+    await page.keyboard.type('/root/de');
+    await expect.poll(() => selected.getAttribute('data-option')).toBe('/root/deep/');
+    await page.keyboard.press('Tab');
+    expect(await input.inputValue()).toBe('/root/deep/');
+    // The folders of /root/deep are offered; typing narrows them, Tab takes the one chosen.
+    await expect
+      .poll(() =>
+        page
+          .locator('[cmdk-item][data-option]:not([data-option=""])')
+          .evaluateAll((els) => els.map((e) => e.getAttribute('data-option'))),
+      )
+      .toEqual(['/root/deep/alpha/', '/root/deep/beta/']);
+    await page.keyboard.type('al');
+    await expect.poll(() => selected.getAttribute('data-option')).toBe('/root/deep/alpha/');
+    await page.keyboard.press('Tab');
+    await expect.poll(() => selected.getAttribute('data-option')).toBe('/root/deep/alpha/omega/');
+    await page.keyboard.press('Enter');
+    await input.waitFor({ state: 'detached' });
+    await page.waitForFunction(
+      () =>
+        document.querySelector('[data-testid="file-tree-root"]')?.textContent === '/root/deep/alpha/omega',
+    );
+    // A folder that is not there is said so, and the tree stays where it was.
+    await console_.runFromPaletteAsking('go to folder', 'files.goto');
+    await page.keyboard.type('/root/no-such-folder');
+    await page.keyboard.press('Enter');
+    await input.waitFor({ state: 'detached' });
+    await page.getByTestId('notice').filter({ hasText: 'Cannot open /root/no-such-folder' }).waitFor();
+    expect(await page.getByTestId('file-tree-root').textContent()).toBe('/root/deep/alpha/omega');
+    await files.goto('/root');
+  });
+
   it('asks before overwriting a file that changed on the board since it was opened', async () => {
     await wb.run(0, 'echo "changed by a shell" > /root/e2e/notes.txt; echo CHG-$((3*3))', 'CHG-9');
     const content = files.editorHost('/root/e2e/notes.txt').locator('.cm-content');

@@ -23,9 +23,10 @@ describe.skipIf(SKIP_E2E)('console frame', () => {
     await svc?.stop();
   });
 
-  const fresh = async () => {
+  // A browser that asks for Chinese unless told otherwise (the console follows the browser's language).
+  const fresh = async (locale = 'zh-CN') => {
     await ctx?.close();
-    ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale });
     page = await ctx.newPage();
     console_ = new ConsolePage(page, svc.url);
   };
@@ -56,6 +57,24 @@ describe.skipIf(SKIP_E2E)('console frame', () => {
     expect(cookies.find((c) => c.name === 'lang')?.value).toBe('ja');
   });
 
+  it('follows the browser’s language on a first visit, and the user’s choice over it', async () => {
+    await fresh('en-US');
+    await console_.goto('/');
+    await console_.waitForTitle('Home - Bianbu Cloud');
+    expect(await console_.htmlLang()).toBe('en');
+    // The sign-in provider's page follows it too (Accept-Language).
+    await console_.goto('/cloudsetting');
+    await page.waitForURL((u) => u.pathname.startsWith('/idp/'), { timeout: 20_000 });
+    await expect.poll(() => page.evaluate(() => document.documentElement.lang)).toBe('en');
+    await fresh('ja-JP');
+    await console_.goto('/');
+    await console_.waitForTitle('ホーム - Bianbu Cloud');
+    await console_.chooseLanguage('zh');
+    await console_.waitForTitle('首页 - Bianbu Cloud');
+    await page.reload();
+    await console_.waitForTitle('首页 - Bianbu Cloud');
+  });
+
   it('follows an unknown path to /404', async () => {
     await fresh();
     await console_.goto('/no/such/page');
@@ -81,6 +100,22 @@ describe.skipIf(SKIP_E2E)('console frame', () => {
     await console_.runFromPalette('Go to Home', 'nav./');
     await console_.waitForPath('/');
     await console_.waitForTitle('Home - Bianbu Cloud');
+  });
+
+  it('keeps the keys typed at once after the first Ctrl+K, while the palette is still loading', async () => {
+    for (const wait of [0, 3000]) {
+      await fresh('en-US');
+      await console_.goto('/');
+      await console_.waitForTitle('Home - Bianbu Cloud');
+      // At once after the page shows (the palette not fetched yet), and once it was prefetched.
+      await page.waitForTimeout(wait);
+      await page.keyboard.press('Control+k');
+      await page.keyboard.type('dark theme');
+      await page
+        .locator('[cmdk-item][data-selected="true"][data-command="theme.toggle"]')
+        .waitFor({ timeout: 5_000 });
+      expect(await page.locator('[cmdk-input]').inputValue()).toBe('dark theme');
+    }
   });
 
   it('toggles the dark theme from the palette and keeps it in the theme cookie', async () => {

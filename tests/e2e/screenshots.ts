@@ -19,7 +19,14 @@ async function shot(page: Page, name: string): Promise<void> {
   console.log('shot', name);
 }
 
-async function context(browser: Browser, base: string, vp: keyof typeof VIEWPORTS, theme: 'light' | 'dark', lang: string, token?: string): Promise<BrowserContext> {
+async function context(
+  browser: Browser,
+  base: string,
+  vp: keyof typeof VIEWPORTS,
+  theme: 'light' | 'dark',
+  lang: string,
+  token?: string,
+): Promise<BrowserContext> {
   const ctx = await browser.newContext({ viewport: VIEWPORTS[vp], deviceScaleFactor: 1 });
   const host = new URL(base).hostname;
   await ctx.addCookies([
@@ -32,7 +39,11 @@ async function context(browser: Browser, base: string, vp: keyof typeof VIEWPORT
 
 async function main(): Promise<void> {
   fs.mkdirSync(OUT, { recursive: true });
-  const svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD, XPACK_ENABLED: '1', BIANBU_LICENSE_EXPIRES: new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10) });
+  const svc = await startService({
+    BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    XPACK_ENABLED: '1',
+    BIANBU_LICENSE_EXPIRES: new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10),
+  });
   const browser = await launchChromium();
   try {
     const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
@@ -71,12 +82,18 @@ async function main(): Promise<void> {
           ['sidebar-open', '/clouddevice/public', async (pg) => pg.getByTestId('sidebar-toggle').click()],
           ['palette', '/dashboard/dashboard', async (pg) => pg.keyboard.press('Control+k')],
           ['profile', '/cloudsetting', async (pg) => pg.getByTestId('avatar-button').click()],
-          ['avatar-crop', '/cloudsetting', async (pg) => {
-            await pg.getByTestId('avatar-button').click();
-            await pg.getByTestId('change-avatar').click();
-            await pg.getByTestId('avatar-file').setInputFiles({ name: 'avatar.png', mimeType: 'image/png', buffer: avatarPicture() });
-            await pg.waitForTimeout(600);
-          }],
+          [
+            'avatar-crop',
+            '/cloudsetting',
+            async (pg) => {
+              await pg.getByTestId('avatar-button').click();
+              await pg.getByTestId('change-avatar').click();
+              await pg
+                .getByTestId('avatar-file')
+                .setInputFiles({ name: 'avatar.png', mimeType: 'image/png', buffer: avatarPicture() });
+              await pg.waitForTimeout(600);
+            },
+          ],
         ];
         for (const [name, url, act] of signed) {
           if (only.length && !only.includes(name)) continue;

@@ -12,7 +12,10 @@ import { LoginPage } from './pages/LoginPage.ts';
 import { ProfileDialog } from './pages/ProfileDialog.ts';
 import { ProviderSignInPage } from './pages/ProviderSignInPage.ts';
 
-async function userInfo(svc: Service, token: string): Promise<{ code: number; data: { name: string; username: string } | null }> {
+async function userInfo(
+  svc: Service,
+  token: string,
+): Promise<{ code: number; data: { name: string; username: string } | null }> {
   const res = await fetch(`${svc.url}/api/user/info`, { headers: { Authorization: token } });
   return (await res.json()) as { code: number; data: { name: string; username: string } | null };
 }
@@ -34,7 +37,7 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
   });
 
   it('signs in on the provider pages, shows the name, uploads a cropped avatar and signs out', async () => {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'zh-CN' });
     const page = await ctx.newPage();
     const console_ = new ConsolePage(page, svc.url);
 
@@ -92,7 +95,7 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
       body: JSON.stringify({ username: 'rainier-user', createIfMissing: true, name: 'Rainier User' }),
     });
     const { data } = (await minted.json()) as { data: { sequenceCode: string } };
-    const ctx = await browser.newContext();
+    const ctx = await browser.newContext({ locale: 'zh-CN' });
     const page = await ctx.newPage();
     const console_ = new ConsolePage(page, svc.url);
     await console_.goto(`/thridparty?sequenceCode=${encodeURIComponent(data.sequenceCode)}`);
@@ -102,7 +105,7 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
     await ctx.close();
 
     // The code was single use: the same link in another browser says why it cannot sign in.
-    const other = await browser.newContext();
+    const other = await browser.newContext({ locale: 'zh-CN' });
     const again = await other.newPage();
     await again.goto(`${svc.url}/thridparty?sequenceCode=${encodeURIComponent(data.sequenceCode)}`);
     await again.getByRole('alert').first().waitFor();
@@ -113,7 +116,7 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
 
   it('signs in with a phone number and the one-time code from the outbox', async () => {
     const admin = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    const ctx = await browser.newContext();
+    const ctx = await browser.newContext({ locale: 'zh-CN' });
     await ctx.addCookies([{ name: 'lang', value: 'en', url: svc.url }]);
     const page = await ctx.newPage();
     await page.goto(`${svc.url}/login`);
@@ -121,8 +124,12 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
     const phone = '13800138000';
     await page.locator('#login-phone').fill(` ${phone} `);
     await page.getByTestId('send-code').click();
-    await page.waitForFunction(() => /\d/.test(document.querySelector('[data-testid="send-code"]')?.textContent ?? ''));
-    const outbox = await fetch(`${svc.url}/api/admin/phone-outbox?phone=${phone}`, { headers: { Authorization: admin } });
+    await page.waitForFunction(() =>
+      /\d/.test(document.querySelector('[data-testid="send-code"]')?.textContent ?? ''),
+    );
+    const outbox = await fetch(`${svc.url}/api/admin/phone-outbox?phone=${phone}`, {
+      headers: { Authorization: admin },
+    });
     const { data } = (await outbox.json()) as { data: { items: { body: string }[] } };
     const code = /\b(\d{6})\b/.exec(data.items[0]?.body ?? '')?.[1];
     expect(code).toMatch(/^\d{6}$/);
@@ -150,7 +157,7 @@ describe.skipIf(SKIP_E2E)('an expired token', () => {
   });
 
   it('asks to log in again with the "Confirm logout" dialog, and Re-Login starts a new sign-in', async () => {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'zh-CN' });
     await ctx.addCookies([{ name: 'lang', value: 'en', url: svc.url }]);
     const page = await ctx.newPage();
     const login = new LoginPage(page, svc.url);
@@ -176,7 +183,7 @@ describe.skipIf(SKIP_E2E)('an expired token', () => {
   });
 
   it('says the user is signed out, instead of loading forever, when they cancel the dialog', async () => {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'zh-CN' });
     await ctx.addCookies([{ name: 'lang', value: 'en', url: svc.url }]);
     const page = await ctx.newPage();
     const login = new LoginPage(page, svc.url);

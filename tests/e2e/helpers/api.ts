@@ -14,7 +14,10 @@ export async function passwordLogin(baseUrl: string, username: string, password:
   const { publicKey } = await envelope<{ publicKey: string }>(await fetch(`${baseUrl}/api/user/public-key`));
   const enc = (v: string) =>
     crypto
-      .publicEncrypt({ key: publicKey, padding: crypto.constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' }, Buffer.from(v))
+      .publicEncrypt(
+        { key: publicKey, padding: crypto.constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+        Buffer.from(v),
+      )
       .toString('base64');
   const { accessToken } = await envelope<{ accessToken: string }>(
     await fetch(`${baseUrl}/api/user/login`, {

@@ -14,7 +14,7 @@ if (!HAS_CHROMIUM) {
   const line = '='.repeat(78);
   const what = E2E_REQUIRED
     ? 'E2E_REQUIRED=1: the e2e suite FAILS.'
-    : 'The e2e suite is SKIPPED. Install Debian\'s chromium or set CHROMIUM_PATH.';
+    : "The e2e suite is SKIPPED. Install Debian's chromium or set CHROMIUM_PATH.";
   console.warn(`\n${line}\n  NO CHROMIUM at ${CHROMIUM_PATH}\n  ${what}\n${line}\n`);
 }
 
@@ -30,6 +30,7 @@ export const CHROMIUM_ARGS = [
 ];
 
 export async function launchChromium(): Promise<Browser> {
-  if (!HAS_CHROMIUM) throw new Error(`no Chromium at ${CHROMIUM_PATH} (set CHROMIUM_PATH) and E2E_REQUIRED=1`);
+  if (!HAS_CHROMIUM)
+    throw new Error(`no Chromium at ${CHROMIUM_PATH} (set CHROMIUM_PATH) and E2E_REQUIRED=1`);
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
 }

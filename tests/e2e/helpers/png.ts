@@ -24,7 +24,11 @@ function chunk(type: string, data: Buffer): Buffer {
 }
 
 /** A width×height RGB image; `pixel` answers [r, g, b] for each point. */
-export function makePng(width: number, height: number, pixel: (x: number, y: number) => [number, number, number]): Buffer {
+export function makePng(
+  width: number,
+  height: number,
+  pixel: (x: number, y: number) => [number, number, number],
+): Buffer {
   const raw = Buffer.alloc((width * 3 + 1) * height);
   for (let y = 0; y < height; y++) {
     const row = y * (width * 3 + 1);
@@ -55,6 +59,10 @@ export function avatarPicture(size = 400): Buffer {
   return makePng(size, size, (x, y) => {
     if ((x - c) ** 2 + (y - c) ** 2 < (size / 5) ** 2) return [255, 255, 255];
     const t = (x + y) / (2 * size);
-    return [Math.round(139 * (1 - t) + 14 * t), Math.round(92 * (1 - t) + 165 * t), Math.round(246 * (1 - t) + 233 * t)];
+    return [
+      Math.round(139 * (1 - t) + 14 * t),
+      Math.round(92 * (1 - t) + 165 * t),
+      Math.round(246 * (1 - t) + 233 * t),
+    ];
   });
 }

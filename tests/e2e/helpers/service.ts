@@ -9,7 +9,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const WEB_DIR = process.env.BIANBU_WEB_DIR ? path.resolve(process.env.BIANBU_WEB_DIR) : path.join(ROOT, 'dist/web');
+const WEB_DIR = process.env.BIANBU_WEB_DIR
+  ? path.resolve(process.env.BIANBU_WEB_DIR)
+  : path.join(ROOT, 'dist/web');
 
 export interface Service {
   url: string;
@@ -38,7 +40,8 @@ function newestMtime(target: string): number {
   if (!st) return 0;
   if (!st.isDirectory()) return st.mtimeMs;
   let newest = 0;
-  for (const entry of fs.readdirSync(target)) newest = Math.max(newest, newestMtime(path.join(target, entry)));
+  for (const entry of fs.readdirSync(target))
+    newest = Math.max(newest, newestMtime(path.join(target, entry)));
   return newest;
 }
 
@@ -52,10 +55,14 @@ export function ensureConsoleBuilt(): void {
     ),
   );
   if (built >= sources) return;
-  const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
+  const res = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
   if (res.status !== 0) throw new Error(`vite build failed:\n${res.stdout}\n${res.stderr}`);
 }
 

@@ -40,15 +40,46 @@ export class ConsolePage {
   }
 
   /** Keyboard only: Ctrl+K, type, wait until the command `id` is the selected one, Enter. */
+  /** Picks a command that asks for arguments: the palette stays open, asking (see PaletteArg). */
+  async runFromPaletteAsking(search: string, id: string): Promise<void> {
+    await this.waitForApp();
+    await this.page.keyboard.press('Control+k');
+    await this.page.locator('[cmdk-input]').waitFor({ state: 'visible' });
+    await this.page.keyboard.type(search);
+    await this.page
+      .locator(`[cmdk-item][data-selected="true"][data-command="${id}"]`)
+      .waitFor({ timeout: 5_000 });
+    await this.page.keyboard.press('Enter');
+    await this.page.getByTestId('palette-asking').waitFor();
+  }
+
   async runFromPalette(search: string, id: string): Promise<void> {
     await this.waitForApp();
     await this.page.keyboard.press('Control+k');
     const input = this.page.locator('[cmdk-input]');
     await input.waitFor({ state: 'visible' });
     await this.page.keyboard.type(search);
-    await this.page.locator(`[cmdk-item][data-selected="true"][data-command="${id}"]`).waitFor({ timeout: 5_000 });
+    await this.page
+      .locator(`[cmdk-item][data-selected="true"][data-command="${id}"]`)
+      .waitFor({ timeout: 5_000 });
     await this.page.keyboard.press('Enter');
     await input.waitFor({ state: 'detached' });
+  }
+
+  /** On a phone: tap the palette button of the top bar and type the search as a soft keyboard does. */
+  async openPaletteByTouch(search: string): Promise<void> {
+    await this.waitForApp();
+    await this.page.getByTestId('palette-button-touch').tap();
+    await this.page.locator('[cmdk-input]').waitFor({ state: 'visible' });
+    await this.page.keyboard.insertText(search);
+  }
+
+  /** On a phone: tap the palette's command `id` and wait for the palette to close. */
+  async tapPaletteCommand(id: string): Promise<void> {
+    const item = this.page.locator(`[cmdk-item][data-command="${id}"]`);
+    await item.waitFor({ timeout: 5_000 });
+    await item.tap();
+    await this.page.locator('[cmdk-input]').waitFor({ state: 'detached' });
   }
 
   paletteItems() {

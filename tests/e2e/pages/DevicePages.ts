@@ -1,16 +1,27 @@
-// Page objects of the device pages: /riscvhouse (apply), /mainboard (the user's boards).
+// Page objects of the device pages: /riscvhouse (apply), /mainboard (the user's boards). With
+// `{ touch: true }` they are driven as on a phone: taps instead of clicks, text put in as a soft
+// keyboard does (insertText into the tapped field).
 import type { Locator, Page } from 'playwright-core';
+import { enterText, type InputMode, press } from './input.ts';
 
 export class ApplyPage {
-  constructor(readonly page: Page) {}
+  constructor(
+    readonly page: Page,
+    readonly mode: InputMode = {},
+  ) {}
 
   async agree(): Promise<void> {
+    if (this.mode.touch) {
+      const box = this.page.getByTestId('agree');
+      if (!(await box.isChecked())) await box.tap();
+      return;
+    }
     await this.page.getByTestId('agree').check();
   }
 
   async chooseDuration(key: '48h' | '7d' | '1m'): Promise<void> {
     // The radio is visually hidden; its label is what a user clicks.
-    await this.page.locator(`label:has([data-testid="duration-${key}"])`).click();
+    await press(this.page.locator(`label:has([data-testid="duration-${key}"])`), this.mode);
   }
 
   async chooseAttribute(key: string, value: string): Promise<void> {
@@ -19,15 +30,18 @@ export class ApplyPage {
 
   async attributeValues(key: string): Promise<string[]> {
     await this.page.getByTestId(`attr-${key}`).waitFor();
-    return this.page.getByTestId(`attr-${key}`).locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value).filter(Boolean));
+    return this.page
+      .getByTestId(`attr-${key}`)
+      .locator('option')
+      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value).filter(Boolean));
   }
 
   async name(value: string): Promise<void> {
-    await this.page.getByTestId('board-name-input').fill(value);
+    await enterText(this.page.getByTestId('board-name-input'), value, this.mode);
   }
 
   async getStarted(): Promise<void> {
-    await this.page.getByTestId('get-started').click();
+    await press(this.page.getByTestId('get-started'), this.mode);
   }
 
   noneFree(): Locator {
@@ -36,7 +50,10 @@ export class ApplyPage {
 }
 
 export class MainboardPage {
-  constructor(readonly page: Page) {}
+  constructor(
+    readonly page: Page,
+    readonly mode: InputMode = {},
+  ) {}
 
   rows(): Locator {
     return this.page.getByTestId('lease-row');
@@ -53,8 +70,11 @@ export class MainboardPage {
   }
 
   async select(name: string): Promise<void> {
-    await this.row(name).locator('[data-testid="board-name"]').click();
-    await this.page.waitForFunction((n) => document.querySelector(`[data-name="${n}"]`)?.getAttribute('aria-selected') === 'true', name);
+    await press(this.row(name).locator('[data-testid="board-name"]'), this.mode);
+    await this.page.waitForFunction(
+      (n) => document.querySelector(`[data-name="${n}"]`)?.getAttribute('aria-selected') === 'true',
+      name,
+    );
   }
 
   /** Inline rename by keyboard: F2, type, Enter. */
@@ -84,7 +104,7 @@ export class MainboardPage {
 
   async start(name: string): Promise<void> {
     await this.select(name);
-    await this.page.getByTestId('start').click();
+    await press(this.page.getByTestId('start'), this.mode);
     await this.page.waitForURL((u) => u.pathname === '/workbench');
   }
 
