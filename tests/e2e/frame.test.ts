@@ -118,6 +118,21 @@ describe.skipIf(SKIP_E2E)('console frame', () => {
     }
   });
 
+  it('runs a command typed and entered at once after the first Ctrl+K, before the palette has loaded', async () => {
+    await fresh('en-US');
+    await console_.goto('/');
+    await console_.waitForTitle('Home - Bianbu Cloud');
+    const dark = () => page.evaluate(() => document.documentElement.classList.contains('dark'));
+    const before = await dark();
+    // The palette's chunk is not fetched yet: the Enter waits behind the keys typed before it.
+    await page.keyboard.press('Control+k');
+    await page.keyboard.type('dark theme');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((b) => document.documentElement.classList.contains('dark') !== b, before);
+    await page.locator('[cmdk-input]').waitFor({ state: 'detached' });
+    expect(await dark()).toBe(!before);
+  });
+
   it('toggles the dark theme from the palette and keeps it in the theme cookie', async () => {
     await fresh();
     await console_.goto('/');

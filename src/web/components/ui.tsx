@@ -42,6 +42,7 @@ export const Button = forwardRef<HTMLButtonElement, ButtonProps>(function Button
     children,
     disabled,
     type = 'button',
+    autoFocus,
     ...rest
   },
   ref,
@@ -50,6 +51,11 @@ export const Button = forwardRef<HTMLButtonElement, ButtonProps>(function Button
     <button
       ref={ref}
       type={type}
+      autoFocus={autoFocus}
+      // Headless UI's focus trap picks its first focus in a microtask, and React's own autoFocus may not
+      // have run yet when the dialog sits in a portal: the trap then focused the first button (often
+      // Cancel), so an Enter typed at once cancelled. data-autofocus names the button to the trap too.
+      data-autofocus={autoFocus ? '' : undefined}
       disabled={disabled || loading}
       className={cx(
         'inline-flex shrink-0 items-center justify-center rounded-md font-medium whitespace-nowrap transition-colors focus-ring disabled:pointer-events-none disabled:opacity-50',

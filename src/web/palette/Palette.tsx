@@ -183,13 +183,37 @@ export default function Palette() {
       setAsk(null);
     } else paletteState.pending = '';
   }, [open]);
+  // An Enter that waited among the typed-ahead keys: pressed once the keys before it are in the field.
+  const [enterDue, setEnterDue] = useState(false);
   useLayoutEffect(() => {
-    if (!open || !pending) return;
+    if (!open || !pending || enterDue) return;
     // The live value, not the render's: keys that came after it wait no longer.
     const keys = paletteState.pending;
-    setSearch((s) => s + keys);
-    paletteState.pending = '';
-  }, [open, pending]);
+    const enter = keys.indexOf('\n');
+    setSearch((s) => s + (enter < 0 ? keys : keys.slice(0, enter)));
+    // Keys after the Enter wait for it (they may answer what it asks).
+    paletteState.pending = enter < 0 ? '' : keys.slice(enter + 1);
+    if (enter >= 0) setEnterDue(true);
+  }, [open, pending, enterDue]);
+  useLayoutEffect(() => {
+    if (!enterDue) return;
+    // This render has the search with the keys typed before the Enter.
+    if (!ask) {
+      const top = search.trim() ? groups[0]?.[1][0] : undefined;
+      if (top) run(top.cmd);
+      setEnterDue(false);
+      return;
+    }
+    // Answering: cmdk picks the answer row once it has seen the search (its own effects), so the
+    // Enter is pressed on the field after them, in the next frame.
+    const frame = requestAnimationFrame(() => {
+      document
+        .querySelector('[cmdk-input]')
+        ?.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true }));
+      setEnterDue(false);
+    });
+    return () => cancelAnimationFrame(frame);
+  });
 
   // Where the focus was when the palette opened; read on each opening (see openPalette).
   const [origin, setOrigin] = useState<{ pane: CommandContext | null; recent: string[] }>({
@@ -313,6 +337,16 @@ export default function Palette() {
                 '[cmdk-item][data-selected="true"][data-option]',
               )?.dataset.option;
               if (chosen) setSearch(chosen);
+            } else if (!ask && e.key === 'Enter' && !e.nativeEvent.isComposing && search.trim()) {
+              // cmdk moves its selection to the new first row an effect after the list re-ranks; an
+              // Enter typed in between found no selected row and was lost, and the next keys joined
+              // the query. The first row is what Enter runs, so it runs it.
+              const selected = document.querySelector('[cmdk-root] [cmdk-item][aria-selected="true"]');
+              const top = groups[0]?.[1][0];
+              if (!selected && top) {
+                e.preventDefault();
+                run(top.cmd);
+              }
             }
           }}
           placeholder={

@@ -42,13 +42,21 @@ export function usePaletteShortcut(): void {
         // The browser's own Ctrl+K (focus the search bar) would steal the keystroke.
         e.preventDefault();
         togglePalette();
-      } else if (paletteState.open && isTypedKey(e) && (paletteState.pending || !paletteFieldFocused())) {
-        // The palette is opening (its chunk loading, its field not focused yet): keep the key for it.
-        // Once keys wait, later ones wait behind them even if the field took the focus meanwhile, so
-        // they reach the search in the order typed.
+      } else if (
+        paletteState.open &&
+        e.isTrusted &&
+        (isTypedKey(e) || e.key === 'Enter') &&
+        (paletteState.pending || !paletteFieldFocused())
+      ) {
+        // The palette is opening (its chunk loading, its field not focused yet), or something took the
+        // focus from its field (a terminal's own focus timer): keep the key for it, and give the field
+        // the focus back. Once keys wait, later ones wait behind them even if the field took the focus
+        // meanwhile, so they reach the search in the order typed; an Enter among them waits too (as
+        // "\n"), else it would run whatever the field held before the keys typed ahead of it.
         e.preventDefault();
         e.stopPropagation();
-        paletteState.pending += e.key;
+        paletteState.pending += e.key === 'Enter' ? '\n' : e.key;
+        document.querySelector<HTMLElement>('[cmdk-input]')?.focus();
       } else if (!paletteState.open && !keyHelp.open && isHelpKey(e)) {
         e.preventDefault();
         openKeyHelp();

@@ -135,7 +135,10 @@ export function useCommands(): PaletteCommand[] {
 
 export const paletteState = proxy({
   open: false,
-  /** Keys typed after Ctrl+K before the palette's field had the focus (keys.ts); the palette takes them. */
+  /**
+   * Keys typed after Ctrl+K before the palette's field had the focus (keys.ts); the palette takes them
+   * in order. "\n" is an Enter typed among them.
+   */
   pending: '',
 });
 
