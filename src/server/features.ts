@@ -8,6 +8,7 @@ import { identityFeature } from './identity/identity.routes.ts';
 import { leasesFeature } from './leases/leases.routes.ts';
 import { queueFeature } from './leases/queue.routes.ts';
 import { realtimeFeature } from './realtime/realtime.feature.ts';
+import { sequencesFeature } from './sequences/sequences.routes.ts';
 import { shareFeature } from './share/share.routes.ts';
 import { desktopFeature } from './desktop/desktop.feature.ts';
 import { systemFeature } from './system/system.routes.ts';
@@ -20,6 +21,7 @@ export const features: Feature[] = [
   filesFeature,
   flashFeature,
   shareFeature,
+  sequencesFeature,
   realtimeFeature,
   desktopFeature,
   identityFeature,
