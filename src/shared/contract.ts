@@ -9,6 +9,7 @@ import type { CallDef } from './http.ts';
 import { keymapCalls } from './keymap.ts';
 import { leaseCalls } from './leases.ts';
 import { queueCalls } from './queue.ts';
+import { sequenceCalls } from './sequences.ts';
 import { shareCalls } from './share.ts';
 import { shellCalls } from './shells.ts';
 import { systemCalls } from './system.ts';
@@ -26,6 +27,7 @@ export const contract: readonly CallDef[] = [
   ...flashCalls,
   ...shareCalls,
   ...desktopCalls,
+  ...sequenceCalls,
 ];
 
 export function findCall(name: string): CallDef | undefined {

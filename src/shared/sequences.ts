@@ -58,6 +58,10 @@ export const StepFailure = {
   interrupted: 'sequence.interrupted',
   /** exec: the board's shell ended before the command did (reset, flashed, stopped). */
   lost: 'sequence.exec_lost',
+  /** flash: the job disappeared from the board's history (another job replaced it). */
+  flashLost: 'sequence.flash_lost',
+  /** Anything else; the detail says what. */
+  failed: 'sequence.step_failed',
 } as const;
 
 export const SEQUENCE_MAX_STEPS = 50;

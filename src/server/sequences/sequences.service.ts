@@ -217,7 +217,7 @@ export class SequenceService {
   }
 
   async run(user: AuthUser, input: { sequenceId: string; targets: string[]; params: Record<string, string> }) {
-    if (this.stopping) throw conflict('The service is stopping', 'service.stopping');
+    if (this.stopping) throw conflict('The service is stopping', StepFailure.interrupted);
     const seq = await this.visible(user, input.sequenceId);
     const parsed = parseSequence(seq.source);
     if (!parsed.ok) throw invalid(parsed.problem);
@@ -331,7 +331,7 @@ export class SequenceService {
       } catch (err) {
         const e = err instanceof AppError ? err : null;
         st.state = 'failure';
-        st.errorKey = e?.key ?? 'sequence.step_failed';
+        st.errorKey = e?.key ?? StepFailure.failed;
         st.detail = err instanceof Error ? err.message : String(err);
         if (!e) this.app.log.warn({ err, runId: live.row.id }, 'sequence step failed');
       }
@@ -417,11 +417,11 @@ export class SequenceService {
             await this.app.flash.cancel(user, job.jobId).catch(() => undefined);
           }
           const { job: now } = await this.app.flash.latest(user, deviceId);
-          if (!now || now.jobId !== job.jobId) return { state: 'failure', errorKey: 'flash.job_lost', detail: 'job gone' };
+          if (!now || now.jobId !== job.jobId) return { state: 'failure', errorKey: StepFailure.flashLost, detail: 'job gone' };
           if (FLASH_FINAL_STATES.has(now.state)) {
             if (now.state === 'SUCCESS') return { state: 'success', detail: `${now.imageName}: success` };
             if (now.state === 'CANCELLED' && signal.aborted) return { state: 'cancelled', detail: 'cancelled' };
-            return { state: 'failure', errorKey: now.errorKey ?? 'flash.failed', detail: `${now.imageName}: ${now.state.toLowerCase()}` };
+            return { state: 'failure', errorKey: now.errorKey ?? StepFailure.failed, detail: `${now.imageName}: ${now.state.toLowerCase()}` };
           }
           await new Promise((r) => setTimeout(r, signal.aborted ? 200 : FLASH_POLL_MS));
         }
