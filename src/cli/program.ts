@@ -11,6 +11,7 @@ import { registerExec } from './commands/exec.ts';
 import { registerFlash } from './commands/flash.ts';
 import { registerLeases } from './commands/leases.ts';
 import { registerRaw } from './commands/raw.ts';
+import { registerSeq } from './commands/seq.ts';
 import { registerShell } from './commands/shell.ts';
 
 export function buildProgram(): Command {
@@ -34,6 +35,7 @@ Examples:
   bianbu cp ./build/ ci-1:/root/build
   bianbu flash bianbu-developer 'ci-*' --wait
   bianbu shell ci-1
+  bianbu seq run nightly 'ci-*' --wait
 
 Environment: BIANBU_URL, BIANBU_API_KEY (override the profile for one run), BIANBU_PROFILE,
 BIANBU_CLI_CONFIG (the profiles file; default $XDG_CONFIG_HOME/bianbu/cli.json).
@@ -49,6 +51,7 @@ Errors go to stderr as "bianbu: <message> (<stable key>)", or {"error": {...}} w
   registerExec(program);
   registerShell(program);
   registerCp(program);
+  registerSeq(program);
   registerRaw(program);
   registerCompletion(program);
   return program;

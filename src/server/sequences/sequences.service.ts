@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AuthUser } from '#server/auth/user-context.ts';
 import { AppError, badRequest, conflict, forbidden, notFound } from '#server/errors.ts';
 import { toIso } from '#server/leases/leases.repo.ts';
+import { ResultCode } from '#shared/codes.ts';
 import { LEASE_DURATIONS } from '#shared/constants.ts';
 import { FLASH_FINAL_STATES } from '#shared/flash.ts';
 import { LeaseErrorKey } from '#shared/leases.ts';
@@ -47,7 +48,7 @@ interface LiveRun {
 function invalid(problem: { line: number; column: number; path: string; message: string }) {
   return new AppError(
     400,
-    400,
+    ResultCode.BadRequest,
     SequenceErrorKey.invalid,
     `line ${problem.line}: ${problem.message}`,
     [{ path: 'source', message: `line ${problem.line}, column ${problem.column}: ${problem.message}` }],
@@ -207,7 +208,7 @@ export class SequenceService {
       const glob = /[*?]/.test(t) ? globRe(t) : null;
       const hits = items.filter((l) => (glob ? glob.test(l.serverName) : l.serverName === t || l.deviceId === t));
       if (!hits.length) {
-        throw new AppError(404, 404, SequenceErrorKey.targetUnknown, `You hold no board named ${t}`, undefined, undefined, {
+        throw new AppError(404, ResultCode.NotFound, SequenceErrorKey.targetUnknown, `You hold no board named ${t}`, undefined, undefined, {
           target: t,
         });
       }
@@ -226,7 +227,7 @@ export class SequenceService {
     for (const [name, p] of Object.entries(declared)) {
       const v = input.params[name] ?? (p?.default === undefined ? undefined : String(p.default));
       if (v === undefined || v === '') {
-        throw new AppError(400, 400, SequenceErrorKey.paramMissing, `Give a value for ${name}`, [
+        throw new AppError(400, ResultCode.BadRequest, SequenceErrorKey.paramMissing, `Give a value for ${name}`, [
           { path: `params.${name}`, message: 'required' },
         ], undefined, { param: name });
       }
