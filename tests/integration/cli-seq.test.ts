@@ -84,7 +84,9 @@ describe('bianbu seq', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('saved smoke: 1 steps');
     const list = JSON.parse((await bianbu(['seq', 'list', '--json'])).stdout);
-    expect(list.items).toEqual([expect.objectContaining({ name: 'smoke', description: 'smoke', mine: true })]);
+    expect(list.items).toEqual([
+      expect.objectContaining({ name: 'smoke', description: 'smoke', mine: true }),
+    ]);
     const out = await bianbu(['seq', 'export', 'smoke']);
     expect(out.stdout).toBe(text);
     // From standard input, named on the command line.
@@ -105,7 +107,9 @@ describe('bianbu seq', () => {
     const one = await bianbu(['seq', 'run', 'fails', 'cs-a', '--wait'], { timeoutMs: 90_000 });
     expect(one.code).toBe(6);
     expect(one.stderr).toMatch(/cs-a: failure at "exec exit 4": exit 4 \(sequence\.exec_status\)/);
-    const two = await bianbu(['seq', 'run', 'fails', 'cs-a', 'cs-b', '--wait', '--quiet'], { timeoutMs: 90_000 });
+    const two = await bianbu(['seq', 'run', 'fails', 'cs-a', 'cs-b', '--wait', '--quiet'], {
+      timeoutMs: 90_000,
+    });
     expect(two.code).toBe(1);
 
     const runs = JSON.parse((await bianbu(['seq', 'runs', '--json'])).stdout).items as SequenceRunDto[];
@@ -123,9 +127,17 @@ describe('bianbu seq', () => {
   }, 200_000);
 
   it('cancels the run on SIGINT while waiting (no terminal: at once) and exits 130', async () => {
-    expect((await bianbu(['seq', 'import', file('long.yaml', 'steps:\n  - wait: 600\n  - exec: echo never\n')])).code).toBe(0);
+    expect(
+      (await bianbu(['seq', 'import', file('long.yaml', 'steps:\n  - wait: 600\n  - exec: echo never\n')]))
+        .code,
+    ).toBe(0);
     const child = spawn(process.execPath, [BIN, 'seq', 'run', 'long', 'cs-a', '--wait', '--json'], {
-      env: { ...process.env, BIANBU_URL: env.url, BIANBU_API_KEY: env.key, BIANBU_CLI_CONFIG: env.configFile },
+      env: {
+        ...process.env,
+        BIANBU_URL: env.url,
+        BIANBU_API_KEY: env.key,
+        BIANBU_CLI_CONFIG: env.configFile,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -33,7 +33,11 @@ async function tinyImage(file: string) {
   ];
   for (const [name, body] of entries) {
     await new Promise<void>((r, j) => {
-      const h = { name, type: body === null ? 'directory' : 'file', mode: body === null ? 0o755 : 0o644 } as const;
+      const h = {
+        name,
+        type: body === null ? 'directory' : 'file',
+        mode: body === null ? 0o755 : 0o644,
+      } as const;
       if (body === null) pack.entry(h, (err) => (err ? j(err) : r()));
       else pack.entry({ ...h, size: Buffer.byteLength(body) }, body, (err) => (err ? j(err) : r()));
     });
@@ -54,7 +58,9 @@ describe('sequences on real local boards', () => {
   beforeAll(async () => {
     await tinyImage(path.join(work, 'seq.tar.gz'));
     const lab = {
-      images: [{ tag: 'seq-lab', name: 'Sequence lab image', osVersion: '1.0', path: path.join(work, 'seq.tar.gz') }],
+      images: [
+        { tag: 'seq-lab', name: 'Sequence lab image', osVersion: '1.0', path: path.join(work, 'seq.tar.gz') },
+      ],
       boards: ['a', 'b', 'c'].map((n) => ({
         id: `sq-${n}`,
         name: `sq-${n}`,
@@ -138,7 +144,13 @@ steps:
 `,
     );
     expect(saved.code, JSON.stringify(saved)).toBe(20000);
-    expect(saved.data.steps.map((s: { kind: string }) => s.kind)).toEqual(['exec', 'exec', 'wait', 'renew', 'exec']);
+    expect(saved.data.steps.map((s: { kind: string }) => s.kind)).toEqual([
+      'exec',
+      'exec',
+      'wait',
+      'renew',
+      'exec',
+    ]);
     const started = await run(u, saved.data.sequenceId, ['ci-*']);
     expect(started.code, JSON.stringify(started)).toBe(20000);
     expect(started.data!.boards.map((b) => b.serverName).sort()).toEqual(['ci-a', 'ci-b']);
@@ -178,7 +190,11 @@ steps:
     expect(failed.boards[0].steps.map((s) => s.state)).toEqual(['failure', 'skipped']);
     expect(failed.boards[0].steps[0].errorKey).toBe('flash.image_unknown');
 
-    const flashed = await until(u, (await run(u, saved.data.sequenceId, ['ci-a'], { image: 'seq-lab' })).data!.runId, 120_000);
+    const flashed = await until(
+      u,
+      (await run(u, saved.data.sequenceId, ['ci-a'], { image: 'seq-lab' })).data!.runId,
+      120_000,
+    );
     expect(flashed.params).toEqual({ image: 'seq-lab' });
     expect(flashed.state, JSON.stringify(flashed)).toBe('success');
     expect(flashed.boards[0].steps[0].label).toBe('flash seq-lab');
@@ -221,7 +237,9 @@ steps:
     expect(list.data.items).toEqual([]);
     const runs = await call(t.app, other, 'GET', '/api/sequence/runs');
     expect(runs.data.items).toEqual([]);
-    const del = await call(t.app, other, 'POST', '/api/sequence/delete', { sequenceId: mine.data.sequenceId });
+    const del = await call(t.app, other, 'POST', '/api/sequence/delete', {
+      sequenceId: mine.data.sequenceId,
+    });
     expect(del.status).toBe(404);
   });
 
@@ -242,17 +260,23 @@ steps:
     const saved = await save(u, 'team-smoke', 'steps:\n  - exec: echo by-$(id -u)\n', 'team');
     expect(saved.data.groupName).toBe('team');
     const seen = await call(t.app, member, 'GET', '/api/sequence/list');
-    expect(seen.data.items).toEqual([expect.objectContaining({ name: 'team-smoke', mine: false, ownerName: u.username })]);
+    expect(seen.data.items).toEqual([
+      expect.objectContaining({ name: 'team-smoke', mine: false, ownerName: u.username }),
+    ]);
     expect((await call(t.app, other, 'GET', '/api/sequence/list')).data.items).toEqual([]);
     // The member holds no board: the owner's boards are not theirs to target.
     expect((await run(member, saved.data.sequenceId, ['ci-a'])).error).toBe('sequence.target_unknown');
     const mine = await run(u, saved.data.sequenceId, ['ci-a']);
     await until(u, mine.data!.runId);
-    const theirRuns = await call(t.app, member, 'GET', '/api/sequence/runs', { sequenceId: saved.data.sequenceId });
+    const theirRuns = await call(t.app, member, 'GET', '/api/sequence/runs', {
+      sequenceId: saved.data.sequenceId,
+    });
     expect(theirRuns.data.items.map((r: SequenceRunDto) => r.runId)).toEqual([mine.data!.runId]);
     const stop = await call(t.app, member, 'POST', '/api/sequence/run/cancel', { runId: mine.data!.runId });
     expect([stop.status, stop.error]).toEqual([403, 'sequence.not_owner']);
-    const del = await call(t.app, member, 'POST', '/api/sequence/delete', { sequenceId: saved.data.sequenceId });
+    const del = await call(t.app, member, 'POST', '/api/sequence/delete', {
+      sequenceId: saved.data.sequenceId,
+    });
     expect(del.status).toBe(409);
     expect(del.error).toBe('sequence.not_owner');
     const replaced = await save(member, 'team-smoke', 'steps:\n  - wait: 1\n');
@@ -273,7 +297,8 @@ steps:
     });
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(cancelled.data!.state).toBe('cancelled');
-    for (const b of cancelled.data!.boards) expect(b.steps.map((s) => s.state)).toEqual(['cancelled', 'cancelled']);
+    for (const b of cancelled.data!.boards)
+      expect(b.steps.map((s) => s.state)).toEqual(['cancelled', 'cancelled']);
     const again = await call(t.app, u, 'POST', '/api/sequence/run/cancel', { runId: started.data!.runId });
     expect(again.error).toBe('sequence.run_ended');
   });
@@ -299,7 +324,14 @@ steps:
       groupId: null,
       userId: u.id,
       params: {},
-      boards: [{ deviceId: held.a, serverName: 'ci-a', state: 'running', steps: [step('running'), step('pending')] as never }],
+      boards: [
+        {
+          deviceId: held.a,
+          serverName: 'ci-a',
+          state: 'running',
+          steps: [step('running'), step('pending')] as never,
+        },
+      ],
       now: new Date(),
     });
     await t.app.sequences.start();

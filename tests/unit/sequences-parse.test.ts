@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSequence, type SequenceDoc, sequenceYaml, stepsOf, withParams } from '#shared/sequences.ts';
+import { parseSequence, type SequenceDoc, sequenceYaml, stepsOf, withParams } from '#shared/sequence-file.ts';
 
 const good = `description: nightly
 on-failure: continue
@@ -33,7 +33,10 @@ describe('sequence files', () => {
     expect(steps[2]).toMatchObject({ kind: 'exec', command: 'uname -a', timeoutS: 300, expect: 0 });
     expect(steps[3]).toMatchObject({ timeoutS: 30, onFailure: 'stop' });
     expect(steps[5]).toMatchObject({ kind: 'renew', duration: '48h', label: 'keep it' });
-    expect(withParams(steps[0], { image: 'nightly' })).toMatchObject({ image: 'nightly', label: 'flash nightly' });
+    expect(withParams(steps[0], { image: 'nightly' })).toMatchObject({
+      image: 'nightly',
+      label: 'flash nightly',
+    });
   });
 
   it('reads JSON too, and what it writes reads back the same', () => {

@@ -8,13 +8,8 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import type { Command } from 'commander';
 import { logUpdateStderr } from 'log-update';
-import {
-  parseSequence,
-  type SequenceDto,
-  type SequenceRunDto,
-  sequenceCalls,
-  type RunStepDto,
-} from '#shared/sequences.ts';
+import { parseSequence } from '#shared/sequence-file.ts';
+import { type RunStepDto, type SequenceDto, type SequenceRunDto, sequenceCalls } from '#shared/sequences.ts';
 import { type Ctx, ctxOf } from '../context.ts';
 import { CliError, ExitCode, notFound, usage } from '../errors.ts';
 import { formatDuration, note, printJson, printLines, printTable, renderTable } from '../output.ts';
@@ -47,14 +42,23 @@ const MARK: Record<RunStepDto['state'], string> = {
 };
 
 function boardRow(b: SequenceRunDto['boards'][number]): string[] {
-  const current = b.steps.find((s) => s.state === 'running') ?? b.steps.findLast((s) => s.state !== 'pending');
-  return [b.serverName, b.state, b.steps.map((s) => MARK[s.state]).join(''), current ? current.label : '', current?.detail ?? ''];
+  const current =
+    b.steps.find((s) => s.state === 'running') ?? b.steps.findLast((s) => s.state !== 'pending');
+  return [
+    b.serverName,
+    b.state,
+    b.steps.map((s) => MARK[s.state]).join(''),
+    current ? current.label : '',
+    current?.detail ?? '',
+  ];
 }
 const RUN_HEAD = ['board', 'state', 'steps', 'step', 'detail'];
 
 async function askYes(q: string): Promise<boolean> {
   const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
-  return new Promise((resolve) => rl.question(`${q} [y/N] `, (a) => (rl.close(), resolve(/^y(es)?$/i.test(a.trim())))));
+  return new Promise((resolve) =>
+    rl.question(`${q} [y/N] `, (a) => (rl.close(), resolve(/^y(es)?$/i.test(a.trim())))),
+  );
 }
 
 /** Follows a run to its end; answers its last state. */
@@ -70,7 +74,9 @@ async function follow(ctx: Ctx, initial: SequenceRunDto): Promise<SequenceRunDto
         const k = `${b.deviceId}/${i}/${s.state}`;
         if (s.state === 'pending' || said.has(k)) return;
         said.add(k);
-        process.stderr.write(`${b.serverName}: ${MARK[s.state]} ${s.label}${s.detail ? ` (${s.detail})` : ''}\n`);
+        process.stderr.write(
+          `${b.serverName}: ${MARK[s.state]} ${s.label}${s.detail ? ` (${s.detail})` : ''}\n`,
+        );
       });
   };
   let asking = false;
@@ -120,8 +126,11 @@ function printLog(run: SequenceRunDto): void {
   for (const b of run.boards) {
     w(`\n${b.serverName} (${b.state})\n`);
     for (const s of b.steps) {
-      const took = s.startedAt && s.endedAt ? ` ${formatDuration(Date.parse(s.endedAt) - Date.parse(s.startedAt))}` : '';
-      w(`  ${MARK[s.state]} ${s.label}${s.detail ? ` — ${s.detail}` : ''}${s.errorKey ? ` (${s.errorKey})` : ''}${took}\n`);
+      const took =
+        s.startedAt && s.endedAt ? ` ${formatDuration(Date.parse(s.endedAt) - Date.parse(s.startedAt))}` : '';
+      w(
+        `  ${MARK[s.state]} ${s.label}${s.detail ? ` — ${s.detail}` : ''}${s.errorKey ? ` (${s.errorKey})` : ''}${took}\n`,
+      );
       if (s.output) w(s.output.replace(/\n?$/, '\n').replace(/^/gm, '    | '));
     }
   }
@@ -213,10 +222,18 @@ JSON: the sequence: {"sequenceId", "name", "groupName", "steps": [{"kind", "labe
       const parsed = parseSequence(source);
       if (!parsed.ok) {
         const p = parsed.problem;
-        throw new CliError(`${file}:${p.line}:${p.column}: ${p.message}`, 'sequence.invalid', 'usage', undefined, p);
+        throw new CliError(
+          `${file}:${p.line}:${p.column}: ${p.message}`,
+          'sequence.invalid',
+          'usage',
+          undefined,
+          p,
+        );
       }
       const name =
-        o.name ?? parsed.doc.name ?? (file === '-' ? undefined : file.replace(/^.*\//, '').replace(/\.(ya?ml|json)$/i, ''));
+        o.name ??
+        parsed.doc.name ??
+        (file === '-' ? undefined : file.replace(/^.*\//, '').replace(/\.(ya?ml|json)$/i, ''));
       if (!name) throw usage('give the sequence a name: --name NAME');
       const saved = await ctx.call(C.saveSequence, { name, source, groupName: o.group ?? null });
       if (ctx.json) return printJson(saved);
@@ -231,7 +248,10 @@ JSON: the sequence: {"sequenceId", "name", "groupName", "steps": [{"kind", "labe
     .alias('show')
     .description('print a sequence’s file as saved (YAML or JSON, as it was written)')
     .option('-o, --output <file>', 'write it to this file instead')
-    .addHelpText('after', '\nExamples:\n  bianbu seq export nightly > nightly.yaml\n  bianbu seq export nightly -o nightly.yaml\n\nJSON: the sequence, its file in "source"')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  bianbu seq export nightly > nightly.yaml\n  bianbu seq export nightly -o nightly.yaml\n\nJSON: the sequence, its file in "source"',
+    )
     .action(async (ref: string, o: { output?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const s = await findSequence(ctx, ref);
@@ -256,7 +276,10 @@ JSON: the sequence: {"sequenceId", "name", "groupName", "steps": [{"kind", "labe
     .command('run <name> <boards...>')
     .description('run a sequence on held boards (names, ids or globs); --wait follows it to the end')
     .option('--param <k=v...>', 'a parameter’s value (repeat for several)')
-    .option('-w, --wait', 'follow the run: a live table on a terminal; exit status says whether all succeeded')
+    .option(
+      '-w, --wait',
+      'follow the run: a live table on a terminal; exit status says whether all succeeded',
+    )
     .addHelpText(
       'after',
       `
@@ -279,7 +302,9 @@ ${RUN_JSON}`,
       if (!o.wait) {
         if (ctx.json) return printJson(run);
         if (ctx.quiet) return printLines([run.runId]);
-        process.stdout.write(`run ${run.runId} started on ${run.boards.map((b) => b.serverName).join(', ')}\n`);
+        process.stdout.write(
+          `run ${run.runId} started on ${run.boards.map((b) => b.serverName).join(', ')}\n`,
+        );
         return;
       }
       run = await follow(ctx, run);
@@ -298,7 +323,10 @@ ${RUN_JSON}`,
   seq
     .command('runs [name]')
     .description('the latest runs you may see (yours, and of sequences shared with you)')
-    .addHelpText('after', `\nExamples:\n  bianbu seq runs\n  bianbu seq runs nightly --json\n\nJSON: {"items": [run]} (see bianbu seq run --help)`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  bianbu seq runs\n  bianbu seq runs nightly --json\n\nJSON: {"items": [run]} (see bianbu seq run --help)`,
+    )
     .action(async (ref: string | undefined, _o: unknown, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const sequenceId = ref ? (await findSequence(ctx, ref)).sequenceId : undefined;
@@ -350,5 +378,8 @@ async function findRun(ctx: Ctx, ref: string): Promise<SequenceRunDto> {
   if (ref.length >= 32) return ctx.call(C.fetchSequenceRun, { runId: ref });
   const hits = (await ctx.call(C.fetchSequenceRuns, {})).items.filter((r) => r.runId.startsWith(ref));
   if (hits.length === 1) return hits[0];
-  throw notFound(hits.length ? `several runs start with ${ref}` : `no recent run starts with ${ref}`, 'sequence.run_not_found');
+  throw notFound(
+    hits.length ? `several runs start with ${ref}` : `no recent run starts with ${ref}`,
+    'sequence.run_not_found',
+  );
 }

@@ -64,12 +64,21 @@ export class SequenceRepo {
   }
 
   async count(ownerId: string): Promise<number> {
-    const [r] = await rows<{ n: number }>(this.db, sql`select count(*)::int as n from sequences where owner_id = ${ownerId}`);
+    const [r] = await rows<{ n: number }>(
+      this.db,
+      sql`select count(*)::int as n from sequences where owner_id = ${ownerId}`,
+    );
     return r.n;
   }
 
   /** Creates or replaces the owner's sequence of that name; answers its id. */
-  async save(ownerId: string, name: string, source: string, groupId: string | null, now: Date): Promise<string> {
+  async save(
+    ownerId: string,
+    name: string,
+    source: string,
+    groupId: string | null,
+    now: Date,
+  ): Promise<string> {
     const [r] = await rows<{ id: string }>(
       this.db,
       sql`insert into sequences (id, owner_id, name, source, group_id, created_at, updated_at)
@@ -130,7 +139,10 @@ export class SequenceRepo {
   }
 
   async run(userId: string, id: string): Promise<RunRow | null> {
-    const [r] = await rows<RunRow>(this.db, sql`${runSelect} where r.id = ${id} and ${this.runScope(userId)}`);
+    const [r] = await rows<RunRow>(
+      this.db,
+      sql`${runSelect} where r.id = ${id} and ${this.runScope(userId)}`,
+    );
     return r ?? null;
   }
 

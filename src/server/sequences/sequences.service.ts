@@ -16,20 +16,22 @@ import { FLASH_FINAL_STATES } from '#shared/flash.ts';
 import { LeaseErrorKey } from '#shared/leases.ts';
 import {
   parseSequence,
+  type SequenceDoc,
+  type SequenceStep,
+  stepsOf,
+  withParams,
+} from '#shared/sequence-file.ts';
+import {
   type RunBoardDto,
   type RunState,
   type RunStepDto,
   SEQUENCE_MAX_PER_USER,
   SEQUENCE_OUTPUT_KEEP,
   SEQUENCE_PARALLEL,
-  type SequenceDoc,
   type SequenceDto,
   SequenceErrorKey,
   type SequenceRunDto,
-  type SequenceStep,
   StepFailure,
-  stepsOf,
-  withParams,
 } from '#shared/sequences.ts';
 import { execOnBoard } from './board-exec.ts';
 import { type RunRow, SequenceRepo, type SequenceRow } from './sequences.repo.ts';
@@ -58,7 +60,10 @@ function invalid(problem: { line: number; column: number; path: string; message:
 }
 
 function globRe(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`, 'i');
 }
 
@@ -94,7 +99,13 @@ export class SequenceService {
     const at = this.now().toISOString();
     const steps = b.steps.map((s): RunStepDto => {
       if (s.state === 'running')
-        return { ...s, state: 'failure', endedAt: at, errorKey: StepFailure.interrupted, detail: 'the service stopped' };
+        return {
+          ...s,
+          state: 'failure',
+          endedAt: at,
+          errorKey: StepFailure.interrupted,
+          detail: 'the service stopped',
+        };
       if (s.state === 'pending') return { ...s, state: 'cancelled' };
       return s;
     });
@@ -143,7 +154,9 @@ export class SequenceService {
       groupId = await this.repo.groupId(user.id, input.groupName);
       if (!groupId) throw notFound(`You have no group named ${input.groupName}`, 'share.group_not_found');
     }
-    const existing = (await this.repo.visible(user.id)).some((r) => r.owner_id === user.id && r.name === input.name);
+    const existing = (await this.repo.visible(user.id)).some(
+      (r) => r.owner_id === user.id && r.name === input.name,
+    );
     if (!existing && (await this.repo.count(user.id)) >= SEQUENCE_MAX_PER_USER) {
       throw conflict(`You have ${SEQUENCE_MAX_PER_USER} sequences already`, SequenceErrorKey.tooMany);
     }
@@ -153,7 +166,8 @@ export class SequenceService {
 
   async remove(user: AuthUser, sequenceId: string) {
     const r = await this.visible(user, sequenceId);
-    if (r.owner_id !== user.id) throw conflict('Only its owner deletes a sequence', SequenceErrorKey.notOwner);
+    if (r.owner_id !== user.id)
+      throw conflict('Only its owner deletes a sequence', SequenceErrorKey.notOwner);
     await this.repo.remove(user.id, sequenceId);
     return { sequenceId };
   }
@@ -192,7 +206,8 @@ export class SequenceService {
     const row = await this.repo.run(user.id, runId);
     if (!row) throw notFound('No such run', SequenceErrorKey.runNotFound);
     // Members of the group see a run; only whoever started it stops it.
-    if (row.user_id !== user.id) throw forbidden('Only whoever started a run stops it', SequenceErrorKey.notOwner);
+    if (row.user_id !== user.id)
+      throw forbidden('Only whoever started a run stops it', SequenceErrorKey.notOwner);
     const live = this.live.get(runId);
     if (!live) throw conflict('The run has ended', SequenceErrorKey.runEnded);
     live.abort.abort();
@@ -206,18 +221,31 @@ export class SequenceService {
     const found = new Map<string, { deviceId: string; serverName: string }>();
     for (const t of targets) {
       const glob = /[*?]/.test(t) ? globRe(t) : null;
-      const hits = items.filter((l) => (glob ? glob.test(l.serverName) : l.serverName === t || l.deviceId === t));
+      const hits = items.filter((l) =>
+        glob ? glob.test(l.serverName) : l.serverName === t || l.deviceId === t,
+      );
       if (!hits.length) {
-        throw new AppError(404, ResultCode.NotFound, SequenceErrorKey.targetUnknown, `You hold no board named ${t}`, undefined, undefined, {
-          target: t,
-        });
+        throw new AppError(
+          404,
+          ResultCode.NotFound,
+          SequenceErrorKey.targetUnknown,
+          `You hold no board named ${t}`,
+          undefined,
+          undefined,
+          {
+            target: t,
+          },
+        );
       }
       for (const l of hits) found.set(l.deviceId, { deviceId: l.deviceId, serverName: l.serverName });
     }
     return [...found.values()];
   }
 
-  async run(user: AuthUser, input: { sequenceId: string; targets: string[]; params: Record<string, string> }) {
+  async run(
+    user: AuthUser,
+    input: { sequenceId: string; targets: string[]; params: Record<string, string> },
+  ) {
     if (this.stopping) throw conflict('The service is stopping', StepFailure.interrupted);
     const seq = await this.visible(user, input.sequenceId);
     const parsed = parseSequence(seq.source);
@@ -227,14 +255,21 @@ export class SequenceService {
     for (const [name, p] of Object.entries(declared)) {
       const v = input.params[name] ?? (p?.default === undefined ? undefined : String(p.default));
       if (v === undefined || v === '') {
-        throw new AppError(400, ResultCode.BadRequest, SequenceErrorKey.paramMissing, `Give a value for ${name}`, [
-          { path: `params.${name}`, message: 'required' },
-        ], undefined, { param: name });
+        throw new AppError(
+          400,
+          ResultCode.BadRequest,
+          SequenceErrorKey.paramMissing,
+          `Give a value for ${name}`,
+          [{ path: `params.${name}`, message: 'required' }],
+          undefined,
+          { param: name },
+        );
       }
       values[name] = v;
     }
     for (const name of Object.keys(input.params)) {
-      if (!(name in declared)) throw badRequest(`The sequence has no parameter ${name}`, SequenceErrorKey.paramMissing);
+      if (!(name in declared))
+        throw badRequest(`The sequence has no parameter ${name}`, SequenceErrorKey.paramMissing);
     }
     const steps = stepsOf(parsed.doc).map((s) => withParams(s, values));
     const boards = await this.resolveTargets(user, input.targets);
@@ -275,7 +310,12 @@ export class SequenceService {
       boards: row.boards,
       now: new Date(row.started_at as string),
     });
-    const live: LiveRun = { row, abort: new AbortController(), writing: Promise.resolve(), done: Promise.resolve() };
+    const live: LiveRun = {
+      row,
+      abort: new AbortController(),
+      writing: Promise.resolve(),
+      done: Promise.resolve(),
+    };
     this.live.set(row.id, live);
     live.done = this.carryOut(user, live, steps).finally(() => this.live.delete(row.id));
     return this.runDto(row);
@@ -293,7 +333,8 @@ export class SequenceService {
   private async carryOut(user: AuthUser, live: LiveRun, steps: SequenceStep[]): Promise<void> {
     const queue = [...live.row.boards.keys()];
     const worker = async () => {
-      for (let i = queue.shift(); i !== undefined; i = queue.shift()) await this.runBoard(user, live, i, steps);
+      for (let i = queue.shift(); i !== undefined; i = queue.shift())
+        await this.runBoard(user, live, i, steps);
     };
     await Promise.all(Array.from({ length: Math.min(SEQUENCE_PARALLEL, queue.length) }, worker));
     const states = live.row.boards.map((b) => b.state);
@@ -382,7 +423,12 @@ export class SequenceService {
         const base = { status: r.status, output: r.output };
         if (signal.aborted) return { ...base, state: 'cancelled', detail: 'stopped' };
         if (r.timedOut)
-          return { ...base, state: 'failure', errorKey: StepFailure.timeout, detail: `still running after ${step.timeoutS} s` };
+          return {
+            ...base,
+            state: 'failure',
+            errorKey: StepFailure.timeout,
+            detail: `still running after ${step.timeoutS} s`,
+          };
         if (r.lost || r.status === null)
           return { ...base, state: 'failure', errorKey: StepFailure.lost, detail: 'the board’s shell ended' };
         const ok = r.status === step.expect;
@@ -402,7 +448,11 @@ export class SequenceService {
         const ms = LEASE_DURATIONS.find((d) => d.key === step.duration)!.ms;
         const renewalDate = new Date(this.now().getTime() + ms).toISOString();
         try {
-          const lease = await this.app.leases.renew(user.id, { serverName: board.serverName, deviceId, renewalDate });
+          const lease = await this.app.leases.renew(user.id, {
+            serverName: board.serverName,
+            deviceId,
+            renewalDate,
+          });
           return { state: 'success', detail: `ends ${lease.endsAt}` };
         } catch (err) {
           // A lease that already ends later than asked needs no renewal.
@@ -418,11 +468,17 @@ export class SequenceService {
             await this.app.flash.cancel(user, job.jobId).catch(() => undefined);
           }
           const { job: now } = await this.app.flash.latest(user, deviceId);
-          if (!now || now.jobId !== job.jobId) return { state: 'failure', errorKey: StepFailure.flashLost, detail: 'job gone' };
+          if (!now || now.jobId !== job.jobId)
+            return { state: 'failure', errorKey: StepFailure.flashLost, detail: 'job gone' };
           if (FLASH_FINAL_STATES.has(now.state)) {
             if (now.state === 'SUCCESS') return { state: 'success', detail: `${now.imageName}: success` };
-            if (now.state === 'CANCELLED' && signal.aborted) return { state: 'cancelled', detail: 'cancelled' };
-            return { state: 'failure', errorKey: now.errorKey ?? StepFailure.failed, detail: `${now.imageName}: ${now.state.toLowerCase()}` };
+            if (now.state === 'CANCELLED' && signal.aborted)
+              return { state: 'cancelled', detail: 'cancelled' };
+            return {
+              state: 'failure',
+              errorKey: now.errorKey ?? StepFailure.failed,
+              detail: `${now.imageName}: ${now.state.toLowerCase()}`,
+            };
           }
           await new Promise((r) => setTimeout(r, signal.aborted ? 200 : FLASH_POLL_MS));
         }
