@@ -1,6 +1,6 @@
 // The command palette (cmdk), opened with Ctrl/Cmd+K on every page (keys.ts listens; this loads on first use).
 import { Command } from 'cmdk';
-import { useEffect, useLayoutEffect, useMemo, useState } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
@@ -91,7 +91,14 @@ function AskList({
     if (!arg.options) return;
     let live = true;
     Promise.resolve(arg.options(ask.values)).then(
-      (o) => live && setOptions(o),
+      (o) => {
+        if (!live) return;
+        setOptions(o);
+        // The first answer is chosen, as the first command is: cmdk would keep the previous step's
+        // row as its value (gone now), and Enter would find no row to take.
+        const first = o.find((x) => !q || x.label.toLowerCase().includes(q) || x.value.toLowerCase().includes(q));
+        if (first) onSelect(`option ${first.value}`);
+      },
       () => live && setOptions([]),
     );
     return () => {
@@ -110,7 +117,9 @@ function AskList({
     (arg.complete
       ? !shown.some((o) => o.value === typed)
       : !arg.options || (arg.freeText && !shown.some((o) => o.value === typed)));
-  // Typed text as an answer: first, or after the completions (which Tab and Enter take first).
+  // Typed text as an answer: first, or after the completions and the choices it matches (which Tab
+  // and Enter take first).
+  const typedLast = !!arg.complete || (!!arg.freeText && shown.length > 0);
   const typedRow = offerTyped ? (
     <Command.Item value={`typed ${typed}`} onSelect={() => onAnswer(typed)} data-option="" className={ITEM}>
       <Icon name="arrowRight" size={15} className="shrink-0 text-zinc-400" />
@@ -131,7 +140,7 @@ function AskList({
           {ask.error}
         </div>
       ) : null}
-      {arg.complete ? null : typedRow}
+      {typedLast ? null : typedRow}
       {shown.map((o) => (
         <Command.Item
           key={o.value}
@@ -150,7 +159,7 @@ function AskList({
           </span>
         </Command.Item>
       ))}
-      {arg.complete ? typedRow : null}
+      {typedLast ? typedRow : null}
       {options === null ? (
         <div className="px-3 py-6 text-center text-[13px] text-zinc-500">{t('ask.loading')}</div>
       ) : !offerTyped && shown.length === 0 ? (
@@ -185,6 +194,8 @@ export default function Palette() {
   }, [open]);
   // An Enter that waited among the typed-ahead keys: pressed once the keys before it are in the field.
   const [enterDue, setEnterDue] = useState(false);
+  // Frames an Enter has waited for the answers of an asking command to load.
+  const enterWaits = useRef(0);
   useLayoutEffect(() => {
     if (!open || !pending || enterDue) return;
     // The live value, not the render's: keys that came after it wait no longer.
@@ -207,10 +218,11 @@ export default function Palette() {
     // Answering: cmdk picks the answer row once it has seen the search (its own effects), so the
     // Enter is pressed on the field after them, in the next frame.
     const frame = requestAnimationFrame(() => {
+      // Cleared first: an Enter that still finds no answer row sets it again (see onKeyDown).
+      setEnterDue(false);
       document
         .querySelector('[cmdk-input]')
         ?.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true }));
-      setEnterDue(false);
     });
     return () => cancelAnimationFrame(frame);
   });
@@ -337,6 +349,16 @@ export default function Palette() {
                 '[cmdk-item][data-selected="true"][data-option]',
               )?.dataset.option;
               if (chosen) setSearch(chosen);
+            } else if (ask && e.key === 'Enter' && !e.nativeEvent.isComposing) {
+              // The answers may still be loading (or cmdk not yet have chosen the first): the Enter
+              // waits for a chosen row, a frame at a time, for at most a second.
+              const selected = document.querySelector('[cmdk-root] [cmdk-item][aria-selected="true"]');
+              if (selected) enterWaits.current = 0;
+              else if (enterWaits.current < 60) {
+                e.preventDefault();
+                enterWaits.current += 1;
+                setEnterDue(true);
+              }
             } else if (!ask && e.key === 'Enter' && !e.nativeEvent.isComposing && search.trim()) {
               // cmdk moves its selection to the new first row an effect after the list re-ranks; an
               // Enter typed in between found no selected row and was lost, and the next keys joined
