@@ -17,6 +17,7 @@ import {
 import { dateTimeText, fromLocalInput, toLocalInput } from '#web/boards/time.ts';
 import { Modal } from '#web/components/Modal.tsx';
 import { Alert, Button, Field, Input } from '#web/components/ui.tsx';
+import { recordRenewal } from '#web/sequences/state.ts';
 import { notify } from '#web/state/notices.ts';
 
 export function closeLeaseDialog(): void {
@@ -167,6 +168,7 @@ function RenewDialog({ deviceId, name, endsAt }: { deviceId: string; name: strin
     setError('');
     try {
       const updated = await renewLease(deviceId, date);
+      recordRenewal(new Date(updated.endsAt));
       notify(
         'success',
         t('renew.done', { name: updated.serverName, date: dateTimeText(i18n.language, updated.endsAt) }),

@@ -26,6 +26,7 @@ import {
   registerCommands,
 } from '#web/palette/registry.ts';
 import { realtime } from '#web/realtime/client.ts';
+import { recordRenewal } from '#web/sequences/state.ts';
 import { notify } from '#web/state/notices.ts';
 import { session } from '#web/state/session.ts';
 import { readToken } from '#web/state/storage.ts';
@@ -169,6 +170,7 @@ export const renewAsking: PaletteCommand = {
   run: async (_ctx, { deviceId, until }) => {
     try {
       const updated = await renewLease(deviceId, new Date(Number(until)));
+      recordRenewal(new Date(updated.endsAt));
       notify(
         'success',
         t('devices:renew.done', {

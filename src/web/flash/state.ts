@@ -20,6 +20,7 @@ import { call } from '#web/api/http.ts';
 import { addStateExplainer } from '#web/boards/live.ts';
 import { idle, leaseOf, loadLeases, type Req, track } from '#web/boards/store.ts';
 import { hasKey, t } from '#web/i18n/i18n.ts';
+import { recordStep } from '#web/sequences/state.ts';
 import { notify } from '#web/state/notices.ts';
 import { appendLog, errorWords, isFinal, newerJob } from './format.ts';
 
@@ -187,6 +188,7 @@ export async function startFlash(deviceId: string, flashImageTag: string): Promi
   );
   applyJob(job);
   openJob(deviceId);
+  recordStep({ flash: flashImageTag });
   return job;
 }
 
@@ -218,6 +220,7 @@ export async function startMultiFlash(
   const multi: MultiFlash = { multiId: res.multiId, imageTag: flashImageTag, imageName, rows };
   flash.multis[res.multiId] = multi;
   flash.dialog = { kind: 'multi', multiId: res.multiId };
+  recordStep({ flash: flashImageTag });
   return multi;
 }
 

@@ -31,6 +31,7 @@ import { keyHelp, paletteState } from '#web/palette/registry.ts';
 import { installQueueCommands } from '#web/queue/commands.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { type RouteHandle, useRouteMeta } from '#web/router/handle.ts';
+import { seqUi } from '#web/sequences/state.ts';
 import { installShareCommands } from '#web/share/commands.ts';
 import { syncDevice } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
@@ -40,6 +41,7 @@ import { FullPageStatus } from './PageLoading.tsx';
 
 const ProfileDialog = lazy(() => import('#web/auth/ProfileDialog.tsx'));
 const FlashHost = lazy(() => import('#web/flash/FlashHost.tsx'));
+const SequenceHost = lazy(() => import('#web/sequences/SequenceHost.tsx'));
 const loadPalette = () => import('#web/palette/Palette.tsx');
 const Palette = lazy(loadPalette);
 const KeyHelp = lazy(() => import('#web/palette/KeyHelp.tsx'));
@@ -183,6 +185,8 @@ function installFeatureCommands(): void {
   installFlashCommands();
   installQueueCommands();
   installShareCommands();
+  // Sequences' commands carry their calls' schemas: loaded after the first paint, off the first load.
+  void import('#web/sequences/commands.ts').then((m) => m.installSequenceCommands());
 }
 
 export function Root() {
@@ -191,6 +195,7 @@ export function Root() {
   const { open: profileOpen } = useSnapshot(profileDialog);
   const { open: paletteOpen } = useSnapshot(paletteState);
   const { dialog: flashDialog } = useSnapshot(flash);
+  const { dialog: sequenceDialog, recording } = useSnapshot(seqUi);
   // Mounted from the first opening on, so closing animates and reopening is instant.
   const [paletteUsed, setPaletteUsed] = useState(false);
   if (paletteOpen && !paletteUsed) setPaletteUsed(true);
@@ -221,6 +226,11 @@ export function Root() {
       {token && flashDialog ? (
         <Suspense fallback={null}>
           <FlashHost />
+        </Suspense>
+      ) : null}
+      {token && (sequenceDialog || recording) ? (
+        <Suspense fallback={null}>
+          <SequenceHost />
         </Suspense>
       ) : null}
       {token && profileOpen ? (

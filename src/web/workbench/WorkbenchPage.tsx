@@ -42,6 +42,7 @@ import { FlashJobView } from '#web/flash/FlashJobView.tsx';
 import { isFinal } from '#web/flash/format.ts';
 import { flash, hostFlashPane, latestJob, openWizard } from '#web/flash/state.ts';
 import { realtime } from '#web/realtime/client.ts';
+import { recordStep } from '#web/sequences/state.ts';
 import { provideFrontShell } from '#web/state/front-shell.ts';
 import { notify } from '#web/state/notices.ts';
 import { session } from '#web/state/session.ts';
@@ -891,6 +892,7 @@ function ResetDialog({ applyId, deviceId }: { applyId: string; deviceId: string 
     notify('info', t('reset.running', { name }));
     try {
       await powerReset(applyId, deviceId);
+      recordStep({ reset: {} });
       notify('success', t('reset.done', { name }));
     } catch (err) {
       const key = (err as { key?: string }).key;
