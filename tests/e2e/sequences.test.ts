@@ -183,6 +183,39 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
     await page.screenshot({ path: `${SHOT_DIR}/sequences-list-en.png` });
   });
 
+  it('asks for the parameters of a sequence that has some, checks them, and runs with them', async () => {
+    await api(svc, token, 'POST', '/api/sequence/save', {
+      name: 'greet',
+      source: 'params:\n  word: {}\n  times: { default: 2 }\nsteps:\n  - exec: for i in $(seq ${times}); do echo say-${word}; done\n',
+      groupName: null,
+    });
+    await console_.goto('/mainboard');
+    await console_.runFromPaletteAsking('Run a sequence', 'sequences.run');
+    await page.keyboard.type('greet');
+    await expect.poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain('greet');
+    await page.keyboard.press('Enter');
+    await expect.poll(asked).toBe('Parameters? (name=value, separated by spaces)');
+    // The defaults are offered; `word` has none, so they alone are refused with the reason.
+    expect(await page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain('times=2');
+    await page.keyboard.press('Enter');
+    await page.getByText('Give a value for word').waitFor();
+    await page.keyboard.type('word=hello times=3');
+    await page.keyboard.press('Enter');
+    await expect.poll(asked).toBe('On which boards? (a name, or a pattern such as ci-*)');
+    await page.keyboard.type('seq-b');
+    await expect.poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain('seq-b');
+    await page.keyboard.press('Enter');
+    await expect.poll(asked).toBe('Enter runs it; Backspace goes back, Esc cancels');
+    await page.keyboard.press('Enter');
+    await page.locator('[data-testid="sequence-run-state"][data-state="success"]').waitFor({ timeout: 60_000 });
+    await page.locator('[data-board="seq-b"] button[aria-expanded]').focus();
+    await page.keyboard.press('Enter');
+    expect(await page.locator('[data-board="seq-b"] [data-testid="sequence-step-output"]').textContent()).toBe(
+      'say-hello\nsay-hello\nsay-hello\n',
+    );
+    await page.keyboard.press('Escape');
+  });
+
   it('names the line of a problem when a file is saved from the dialog, and saves nothing', async () => {
     await console_.goto('/mainboard');
     await console_.runFromPalette('Sequences', 'sequences.open');

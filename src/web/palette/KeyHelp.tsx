@@ -80,7 +80,9 @@ export default function KeyHelp() {
           </section>
         ))}
         <p className="text-xs text-zinc-500">{t('help.footer')}</p>
-        <p className="text-xs text-zinc-500" data-testid="key-help-keymap">{t('help.keymap')}</p>
+        <p className="text-xs text-zinc-500" data-testid="key-help-keymap">
+          {t('help.keymap')}
+        </p>
       </div>
     </Modal>
   );

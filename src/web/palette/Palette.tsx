@@ -96,7 +96,9 @@ function AskList({
         setOptions(o);
         // The first answer is chosen, as the first command is: cmdk would keep the previous step's
         // row as its value (gone now), and Enter would find no row to take.
-        const first = o.find((x) => !q || x.label.toLowerCase().includes(q) || x.value.toLowerCase().includes(q));
+        const first = o.find(
+          (x) => !q || x.label.toLowerCase().includes(q) || x.value.toLowerCase().includes(q),
+        );
         if (first) onSelect(`option ${first.value}`);
       },
       () => live && setOptions([]),
@@ -294,15 +296,22 @@ export default function Palette() {
       return;
     }
     const values = { ...ask.values, [arg.key]: value };
-    if (ask.step + 1 < ask.cmd.args!.length) {
+    const args = ask.cmd.args!;
+    // Questions that do not apply to the answers so far are passed over (answered empty).
+    let next = ask.step + 1;
+    while (next < args.length && args[next].skip?.(values)) values[args[next++].key] = '';
+    if (next < args.length) {
       setSearch('');
-      setAsk({ ...ask, step: ask.step + 1, values, error: '' });
+      setAsk({ ...ask, step: next, values, error: '' });
     } else finish(ask.cmd, values);
   };
   const back = () => {
     if (!ask) return;
-    if (ask.step === 0) setAsk(null);
-    else setAsk({ ...ask, step: ask.step - 1, error: '' });
+    const args = ask.cmd.args!;
+    let prev = ask.step - 1;
+    while (prev >= 0 && args[prev].skip?.(ask.values)) prev--;
+    if (prev < 0) setAsk(null);
+    else setAsk({ ...ask, step: prev, error: '' });
   };
 
   return (

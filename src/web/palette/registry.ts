@@ -47,6 +47,8 @@ export interface PaletteArg {
    * the chosen completion in the field to go on typing from. Typed text is always an answer too.
    */
   complete?: (typed: string, values: Record<string, string>) => Promise<PaletteOption[]>;
+  /** Whether the question does not apply to the answers so far: passed over, answered empty. */
+  skip?: (values: Record<string, string>) => boolean;
 }
 
 export interface PaletteCommand {

@@ -34,6 +34,35 @@ export async function saveRecording(name: string, steps: readonly RecordedStep[]
   return call(SequenceCalls.saveSequence, { name, source, groupName: null }, { silent: true });
 }
 
+/** `name=value` pairs separated by spaces; null when one is not a pair. */
+export function parseParams(text: string): Record<string, string> | null {
+  const out: Record<string, string> = {};
+  for (const pair of text.trim().split(/\s+/).filter(Boolean)) {
+    const i = pair.indexOf('=');
+    if (i <= 0) return null;
+    out[pair.slice(0, i)] = pair.slice(i + 1);
+  }
+  return out;
+}
+
+function defaultsOf(s: SequenceDto | undefined): string {
+  return (s?.params ?? [])
+    .filter((p) => p.default !== null)
+    .map((p) => `${p.name}=${p.default}`)
+    .join(' ');
+}
+
+/** What is wrong with typed parameters for the sequence (worded), or null. */
+export function paramsProblem(s: SequenceDto | undefined, text: string): string | null {
+  const given = parseParams(text);
+  if (!given) return t('sequences:palette.badParams');
+  const declared = new Map((s?.params ?? []).map((p) => [p.name, p]));
+  const unknown = Object.keys(given).find((k) => !declared.has(k));
+  if (unknown) return t('sequences:palette.unknownParam', { name: unknown });
+  const missing = [...declared.values()].find((p) => p.default === null && !given[p.name]);
+  return missing ? t('sequences:palette.missingParam', { name: missing.name }) : null;
+}
+
 function runCommand(): PaletteCommand {
   // The sequences offered at the first question, for the confirmation's words.
   const offered = new Map<string, SequenceDto>();
@@ -69,6 +98,18 @@ function runCommand(): PaletteCommand {
         validate: (v) => (offered.has(v) ? null : t('sequences:palette.noSequences')),
       },
       {
+        // Only for a sequence with parameters: their defaults offered, or typed as name=value pairs.
+        key: 'params',
+        promptKey: 'sequences:palette.params',
+        skip: ({ sequenceId }) => !offered.get(sequenceId)?.params.length,
+        freeText: true,
+        options: ({ sequenceId }) => {
+          const text = defaultsOf(offered.get(sequenceId));
+          return text ? [{ value: text, label: t('sequences:palette.useDefaults'), detail: text }] : [];
+        },
+        validate: (v, { sequenceId }) => paramsProblem(offered.get(sequenceId), v),
+      },
+      {
         key: 'target',
         promptKey: 'sequences:palette.whichBoards',
         freeText: true,
@@ -96,11 +137,11 @@ function runCommand(): PaletteCommand {
         },
       },
     ],
-    run: async (_ctx, { sequenceId, target }) => {
+    run: async (_ctx, { sequenceId, target, params }) => {
       try {
         const run = await call(
           SequenceCalls.runSequence,
-          { sequenceId, targets: [target], params: {} },
+          { sequenceId, targets: [target], params: parseParams(params ?? '') ?? {} },
           { silent: true },
         );
         openRun(run.runId);
