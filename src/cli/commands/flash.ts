@@ -4,12 +4,12 @@
 // Ctrl+C while waiting: on a terminal it asks, then cancels the jobs that have not started writing
 // (PENDING, or RUNNING in `transfer`); jobs already writing cannot be stopped and are followed to
 // their end, and the per-board results say which is which. Without a terminal it cancels at once.
-import readline from 'node:readline';
 import type { Command } from 'commander';
 import { logUpdateStderr } from 'log-update';
 import { FLASH_FINAL_STATES, type FlashJobDto, flashCalls } from '#shared/flash.ts';
 import { type Ctx, ctxOf, selectHeld } from '../context.ts';
 import { CliError, classify, ExitCode } from '../errors.ts';
+import { onInterrupt } from '../interrupt.ts';
 import {
   formatBytes,
   formatDuration,
@@ -45,13 +45,6 @@ const isFinal = (j: FlashJobDto) => FLASH_FINAL_STATES.has(j.state);
 const cancellable = (j: FlashJobDto) =>
   j.state === 'PENDING' || (j.state === 'RUNNING' && (j.stage === 'transfer' || j.stage === 'queued'));
 
-async function askYes(q: string): Promise<boolean> {
-  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
-  return new Promise((resolve) =>
-    rl.question(`${q} [y/N] `, (a) => (rl.close(), resolve(/^y(es)?$/i.test(a.trim())))),
-  );
-}
-
 /** Follows jobs until all are final; answers them. */
 async function follow(ctx: Ctx, ids: string[], initial: FlashJobDto[]): Promise<FlashJobDto[]> {
   const live = process.stderr.isTTY && !ctx.quiet && !ctx.json;
@@ -70,30 +63,23 @@ async function follow(ctx: Ctx, ids: string[], initial: FlashJobDto[]): Promise<
         }
       }
   };
-  let interrupted = false;
-  let asking = false;
-  const onInt = async () => {
-    if (asking) return;
-    if (interrupted) process.exit(ExitCode.interrupt);
-    asking = true;
-    if (live) logUpdateStderr.done();
-    const ok = process.stdin.isTTY ? await askYes('Cancel the jobs that have not started writing?') : true;
-    asking = false;
-    if (!ok) return;
-    interrupted = true;
-    for (const j of jobs.filter((x) => !isFinal(x) && cancellable(x))) {
-      await ctx.call(C.cancelFlashJob, { jobId: j.jobId }).catch((e: unknown) => {
-        if (e instanceof CliError) note(ctx, `${j.serverName}: not cancelled (${e.key})`);
-      });
-    }
-    const writing = jobs.filter((x) => !isFinal(x) && !cancellable(x));
-    if (writing.length)
-      note(
-        ctx,
-        `still writing, followed to the end (cannot be stopped): ${writing.map((x) => x.serverName).join(', ')}`,
-      );
-  };
-  process.on('SIGINT', onInt);
+  const int = onInterrupt({
+    question: 'Cancel the jobs that have not started writing?',
+    beforeAsk: () => live && logUpdateStderr.done(),
+    act: async () => {
+      for (const j of jobs.filter((x) => !isFinal(x) && cancellable(x))) {
+        await ctx.call(C.cancelFlashJob, { jobId: j.jobId }).catch((e: unknown) => {
+          if (e instanceof CliError) note(ctx, `${j.serverName}: not cancelled (${e.key})`);
+        });
+      }
+      const writing = jobs.filter((x) => !isFinal(x) && !cancellable(x));
+      if (writing.length)
+        note(
+          ctx,
+          `still writing, followed to the end (cannot be stopped): ${writing.map((x) => x.serverName).join(', ')}`,
+        );
+    },
+  });
   try {
     render();
     while (!jobs.every(isFinal)) {
@@ -103,10 +89,10 @@ async function follow(ctx: Ctx, ids: string[], initial: FlashJobDto[]): Promise<
       } catch (e) {
         if (!(e instanceof CliError && e.cls === 'network')) throw e;
       }
-      if (!asking) render();
+      if (!int.asking) render();
     }
   } finally {
-    process.off('SIGINT', onInt);
+    int.off();
     if (live) logUpdateStderr.done();
   }
   return jobs;

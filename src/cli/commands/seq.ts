@@ -5,13 +5,13 @@
 // Ctrl+C while waiting asks on a terminal, then cancels the run (a running command is stopped, steps
 // not started are cancelled); without a terminal it cancels at once.
 import fs from 'node:fs';
-import readline from 'node:readline';
 import type { Command } from 'commander';
 import { logUpdateStderr } from 'log-update';
 import { parseSequence } from '#shared/sequence-file.ts';
 import { type RunStepDto, type SequenceDto, type SequenceRunDto, sequenceCalls } from '#shared/sequences.ts';
 import { type Ctx, ctxOf } from '../context.ts';
 import { CliError, ExitCode, notFound, usage } from '../errors.ts';
+import { onInterrupt } from '../interrupt.ts';
 import { formatDuration, note, printJson, printLines, printTable, renderTable } from '../output.ts';
 
 const C = Object.fromEntries(sequenceCalls.map((c) => [c.name, c])) as {
@@ -54,13 +54,6 @@ function boardRow(b: SequenceRunDto['boards'][number]): string[] {
 }
 const RUN_HEAD = ['board', 'state', 'steps', 'step', 'detail'];
 
-async function askYes(q: string): Promise<boolean> {
-  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
-  return new Promise((resolve) =>
-    rl.question(`${q} [y/N] `, (a) => (rl.close(), resolve(/^y(es)?$/i.test(a.trim())))),
-  );
-}
-
 /** Follows a run to its end; answers its last state. */
 async function follow(ctx: Ctx, initial: SequenceRunDto): Promise<SequenceRunDto> {
   const live = process.stderr.isTTY && !ctx.quiet && !ctx.json;
@@ -79,23 +72,16 @@ async function follow(ctx: Ctx, initial: SequenceRunDto): Promise<SequenceRunDto
         );
       });
   };
-  let asking = false;
-  let cancelled = false;
-  const onInt = async () => {
-    if (asking) return;
-    if (cancelled) process.exit(ExitCode.interrupt);
-    asking = true;
-    if (live) logUpdateStderr.done();
-    const ok = process.stdin.isTTY ? await askYes('Cancel the run?') : true;
-    asking = false;
-    if (!ok) return;
-    cancelled = true;
-    run = await ctx.call(C.cancelSequenceRun, { runId: run.runId }).catch((e: unknown) => {
-      if (e instanceof CliError) note(ctx, `not cancelled (${e.key})`);
-      return run;
-    });
-  };
-  process.on('SIGINT', onInt);
+  const int = onInterrupt({
+    question: 'Cancel the run?',
+    beforeAsk: () => live && logUpdateStderr.done(),
+    act: async () => {
+      run = await ctx.call(C.cancelSequenceRun, { runId: run.runId }).catch((e: unknown) => {
+        if (e instanceof CliError) note(ctx, `not cancelled (${e.key})`);
+        return run;
+      });
+    },
+  });
   try {
     render();
     while (run.state === 'running') {
@@ -105,10 +91,10 @@ async function follow(ctx: Ctx, initial: SequenceRunDto): Promise<SequenceRunDto
       } catch (e) {
         if (!(e instanceof CliError && e.cls === 'network')) throw e;
       }
-      if (!asking) render();
+      if (!int.asking) render();
     }
   } finally {
-    process.off('SIGINT', onInt);
+    int.off();
     if (live) logUpdateStderr.done();
   }
   return run;
