@@ -34,11 +34,16 @@ export function ctxOf(cmd: Command): Ctx {
     call: (call, payload, opts) => {
       if (!cfg.key && call.auth !== 'public')
         throw new CliError(
-          'not signed in: run `bianbu login --key KEY` (or set BIANBU_API_KEY)',
+          'not signed in: run `bianbu login` (or `bianbu login --with-key`, or set BIANBU_API_KEY)',
           'cli.not_signed_in',
           'auth',
         );
-      return invoke(cfg, call, payload, opts);
+      return invoke(cfg, call, payload, opts).catch((e: unknown) => {
+        // A browser sign-in ends (expiry, logout elsewhere, revocation): say how to get a new one.
+        if (e instanceof CliError && cfg.kind === 'token' && /^auth\.token_/.test(e.key))
+          throw new CliError(`${e.message}: run \`bianbu login\` again`, e.key, e.cls, e.code, e.data);
+        throw e;
+      });
     },
   };
 }

@@ -52,9 +52,9 @@ export class CliError extends Error {
 export const usage = (message: string, key = 'cli.usage') => new CliError(message, key, 'usage');
 export const notFound = (message: string, key = 'cli.not_found') => new CliError(message, key, 'notfound');
 
-const NOT_FOUND_KEYS = /(^|\.)(not_found|unknown|not_held|job_unknown|image_unknown)$/;
+const NOT_FOUND_KEYS = /(^|\.)(not_found|unknown|not_held|job_unknown|image_unknown|no_match)$/;
 const CONFLICT_KEYS =
-  /(busy|taken|none_free|already_flashing|already_waiting|not_cancellable|not_waiting|too_many|renewal_not_later|renewal_too_long|duration_not_offered|exists|not_empty|changed|no_match|quota_exceeded|image_retired|image_unfit)$/;
+  /(busy|taken|none_free|already_flashing|already_waiting|not_cancellable|not_waiting|too_many|renewal_not_later|renewal_too_long|duration_not_offered|exists|not_empty|changed|quota_exceeded|image_retired|image_unfit)$/;
 const BOARD_KEYS =
   /^(driver\.|ssh\.|board\.|flash\.|plugin\.|capability\.|shell\.|path\.no_space|file\.no_space)/;
 

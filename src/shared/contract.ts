@@ -2,6 +2,7 @@
 // these routes (tests/unit/contract.test.ts proves every entry has a route and vice versa).
 
 import { boardCalls } from './boards.ts';
+import { cliAuthCalls } from './cli-auth.ts';
 import { desktopCalls } from './desktop.ts';
 import { fileCalls } from './files.ts';
 import { flashCalls } from './flash.ts';
@@ -21,6 +22,7 @@ export const contract: readonly CallDef[] = [
   ...leaseCalls,
   ...queueCalls,
   ...userCalls,
+  ...cliAuthCalls,
   ...keymapCalls,
   ...fileCalls,
   ...shellCalls,

@@ -1,5 +1,6 @@
 // The identity feature: seeds accounts on first start, mounts the embedded OpenID provider (unless
-// an external one is configured), and implements every call of src/shared/user.ts.
+// an external one is configured), and implements every call of src/shared/user.ts and of
+// src/shared/cli-auth.ts (the cli's browser sign-in).
 import fs from 'node:fs';
 import path from 'node:path';
 import { and, eq } from 'drizzle-orm';
@@ -11,6 +12,7 @@ import { AppError, badRequest, forbidden, notFound } from '#server/errors.ts';
 import type { Feature } from '#server/feature.ts';
 import { implement } from '#server/http/handlers.ts';
 import { endRevokedSessions } from '#server/realtime/session-end.ts';
+import { CLI_CLIENT_ID, cliAuthCalls } from '#shared/cli-auth.ts';
 import { IdentityErrorKey, userCalls } from '#shared/user.ts';
 import {
   createOrg,
@@ -69,6 +71,8 @@ import { Throttle } from './throttle.ts';
 interface IdentityState {
   idp: EmbeddedIdp | null;
   rp: RelyingParty;
+  /** The cli's client at the embedded provider; null with an external provider. */
+  cliRp: RelyingParty | null;
   oidcPublic: FastifyInstance['oidcPublic'];
   timers: NodeJS.Timeout[];
 }
@@ -96,6 +100,7 @@ async function setup(app: FastifyInstance): Promise<void> {
   const state: IdentityState = {
     idp: null,
     rp: null as unknown as RelyingParty,
+    cliRp: null,
     oidcPublic: undefined,
     timers: [],
   };
@@ -142,6 +147,7 @@ async function setup(app: FastifyInstance): Promise<void> {
     { issuer: state.idp.issuer, clientId: CONSOLE_CLIENT_ID, inProcess: app },
     app.log,
   );
+  state.cliRp = new RelyingParty({ issuer: state.idp.issuer, clientId: CLI_CLIENT_ID, inProcess: app }, app.log);
   // prompt=login: the console's own token is the session; signing out of the console must not be
   // undone by a lingering provider session on the next visit.
   const q = new URLSearchParams({
@@ -226,7 +232,64 @@ function calls(app: FastifyInstance) {
     if (kind !== 'access') throw forbidden('API keys cannot manage API keys; sign in to do that');
   };
 
-  return implement(userCalls, {
+  const exchangeFailed = () =>
+    badRequest('The sign-in could not be completed, please sign in again', IdentityErrorKey.exchangeFailed);
+
+  const cliCalls = implement(cliAuthCalls, {
+    cliLoginConfig: async () => {
+      if (!stateOf(app).cliRp)
+        throw notFound('This service signs in through an external provider: sign in to the cli with an API key');
+      // prompt=login as for the console: a lingering provider session never signs the cli in unseen.
+      const q = new URLSearchParams({
+        client_id: CLI_CLIENT_ID,
+        response_type: 'code',
+        scope: 'openid profile',
+        prompt: 'login',
+      });
+      const base = app.config.BIANBU_PUBLIC_URL ? publicUrlOf(app.config) : '';
+      return { authorizeUrl: `${base}/idp/auth?${q}`, clientId: CLI_CLIENT_ID };
+    },
+    cliTokenByCode: async (input, { ip }) => {
+      const rp = stateOf(app).cliRp;
+      if (!rp) throw notFound();
+      let user: UserRow | undefined;
+      try {
+        // The provider checks that the code was issued to bianbu-cli for this very redirect_uri and
+        // challenge; the schema has already kept the redirect_uri to a loopback /callback.
+        const profile = await rp.exchange({
+          code: input.code,
+          codeVerifier: input.code_verifier,
+          redirectUri: input.redirect_uri,
+          iss: input.iss,
+        });
+        user = await findUserById(db(), profile.subject);
+      } catch (err) {
+        await app.audit.record({ action: 'login', result: 'failed', ip, detail: { method: 'cli' } });
+        throw err;
+      }
+      if (!user?.isActive) {
+        await app.audit.record({
+          userId: user?.id,
+          username: user?.username,
+          action: 'login',
+          result: 'failed',
+          ip,
+          detail: { method: 'cli' },
+        });
+        throw exchangeFailed();
+      }
+      const token = await app.identity.issueSession(user, 'cli', ip);
+      const ttlMs = app.config.BIANBU_TOKEN_TTL_HOURS * 3_600_000;
+      return {
+        accessToken: token,
+        token_type: 'Bearer' as const,
+        expiresAt: new Date(app.clock.now().getTime() + ttlMs).toISOString(),
+        username: user.username,
+      };
+    },
+  });
+
+  const mainCalls = implement(userCalls, {
     getTokenByCode: async (input, { req, ip }) => {
       const state = stateOf(app);
       const redirectUri = exchangeRedirect(app, req, input.redirect_uri);
@@ -252,10 +315,7 @@ function calls(app: FastifyInstance) {
           ip,
           detail: { method: 'oidc' },
         });
-        throw badRequest(
-          'The sign-in could not be completed, please sign in again',
-          IdentityErrorKey.exchangeFailed,
-        );
+        throw exchangeFailed();
       }
       const token = await app.identity.issueSession(user, 'oidc', ip);
       return {
@@ -442,6 +502,7 @@ function calls(app: FastifyInstance) {
     adminPhoneOutbox: async (q, { user }) => listOutbox(app, needUser(user), q),
     adminAuditList: async (q, { user }) => listAudit(app, needUser(user), q),
   });
+  return [...mainCalls, ...cliCalls];
 }
 
 export const identityFeature: Feature = {

@@ -48,7 +48,7 @@ export const LIMITS = {
 /** Wrong guesses a single phone code tolerates before it is burnt. */
 const CODE_MAX_ATTEMPTS = 5;
 
-export type SignInMethod = 'password' | 'phone' | 'sequence' | 'oidc' | 'idp';
+export type SignInMethod = 'password' | 'phone' | 'sequence' | 'oidc' | 'idp' | 'cli';
 
 const badCredentials = () => badRequest('Incorrect username or password', IdentityErrorKey.badCredentials);
 const badCode = () => badRequest('The code is wrong or has expired', IdentityErrorKey.codeInvalid);

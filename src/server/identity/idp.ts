@@ -9,10 +9,15 @@
 // call) and finish the interaction → the provider redirects to the console's redirect_uri with
 // ?code= → the console calls /api/oauth2/getTokenByCode, whose relying party redeems the code at
 // /idp/token in-process.
+//
+// The cli (`bianbu login`) is a second, native client (`bianbu-cli`, public, PKCE): the same pages,
+// returning to its loopback listener on any port (RFC 8252 §7.3; src/shared/cli-auth.ts), its code
+// redeemed by /api/oauth2/cli-token.
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { AppError } from '#server/errors.ts';
+import { CLI_CALLBACK_PATH, CLI_CLIENT_ID, LOOPBACK_REDIRECT_RE } from '#shared/cli-auth.ts';
 import type { Language } from '#shared/constants.ts';
 import { PASSWORD_MIN, USERNAME_RE } from '#shared/user.ts';
 import { createUser, findUserById, type UserRow } from './identity.repo.ts';
@@ -128,6 +133,16 @@ export async function mountEmbeddedIdp(
         response_types: ['code'],
         redirect_uris: CONSOLE_RETURN_PATHS.map((p) => `${publicUrl}${p}`),
       },
+      {
+        // Native and public: the provider's own loopback rule lets it return to these on any port.
+        client_id: CLI_CLIENT_ID,
+        client_name: 'bianbu cli',
+        token_endpoint_auth_method: 'none',
+        application_type: 'native',
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        redirect_uris: [`http://127.0.0.1${CLI_CALLBACK_PATH}`, `http://[::1]${CLI_CALLBACK_PATH}`],
+      },
     ],
     jwks: jwks as Configuration['jwks'],
     cookies: { keys: cookieKeys },
@@ -166,7 +181,7 @@ export async function mountEmbeddedIdp(
         }),
       };
     },
-    // The console is a first-party client: its users are never asked to consent.
+    // The console and the cli are first-party clients: their users are never asked to consent.
     async loadExistingGrant(ctx: KoaContextWithOIDC) {
       const clientId = ctx.oidc.client?.clientId;
       const session = ctx.oidc.session;
@@ -178,7 +193,7 @@ export async function mountEmbeddedIdp(
         const found = await ctx.oidc.provider.Grant.find(grantId);
         if (found) return found;
       }
-      if (clientId !== CONSOLE_CLIENT_ID) return undefined;
+      if (clientId !== CONSOLE_CLIENT_ID && clientId !== CLI_CLIENT_ID) return undefined;
       const grant = new ctx.oidc.provider.Grant({ clientId, accountId: session.accountId });
       grant.addOIDCScope(SCOPES);
       await grant.save();
@@ -202,8 +217,13 @@ export async function mountEmbeddedIdp(
   // Exact matching against the registered URLs when the public URL is configured; in development,
   // the two console paths on whatever origin the authorize request came to (the console and the
   // provider are served from one origin, so this is still same-origin and exact).
+  // The cli's client keeps the provider's native-client rule (registered loopback URIs, any port),
+  // narrowed to exactly /callback on 127.0.0.1 or [::1].
   const publicConfigured = app.config.BIANBU_PUBLIC_URL;
+  const nativeRule = provider.Client.prototype.redirectUriAllowed;
   provider.Client.prototype.redirectUriAllowed = function redirectUriAllowed(value: string) {
+    if (this.clientId === CLI_CLIENT_ID) return LOOPBACK_REDIRECT_RE.test(value) && nativeRule.call(this, value);
+    if (this.clientId !== CONSOLE_CLIENT_ID) return false;
     const ctx = Provider.ctx;
     // Koa's ctx.origin is not reliable here (null); build it from protocol and host (pinned above).
     return consoleRedirectAllowed(value, publicConfigured, ctx ? `${ctx.protocol}://${ctx.host}` : undefined);
