@@ -1,4 +1,4 @@
-// The command tree of `bianbu`, the command-line client of Bianbu Cloud: sign in with an API key,
+// The command tree of `bianbu`, the command-line client of Bianbu Cloud: sign in (browser or API key),
 // drive every device action by name, work on boards (exec, shell, cp), script it all (--json, exit
 // codes per error class; see errors.ts). Typed from the same src/shared contract as the service and
 // the console. Building it has no side effects (tests inspect it; main.ts runs it).
@@ -10,8 +10,10 @@ import { registerDevice } from './commands/device.ts';
 import { registerExec } from './commands/exec.ts';
 import { registerFlash } from './commands/flash.ts';
 import { registerLeases } from './commands/leases.ts';
+import { registerQueue } from './commands/queue.ts';
 import { registerRaw } from './commands/raw.ts';
 import { registerSeq } from './commands/seq.ts';
+import { registerShare } from './commands/share.ts';
 import { registerShell } from './commands/shell.ts';
 
 export function buildProgram(): Command {
@@ -29,6 +31,7 @@ export function buildProgram(): Command {
       'after',
       `
 Examples:
+  bianbu login --url https://cloud.example.com
   bianbu login --url https://cloud.example.com --with-key < key.txt
   bianbu request ci-1 --duration 48h
   bianbu exec ci-1 -- uname -a
@@ -36,6 +39,8 @@ Examples:
   bianbu flash bianbu-developer 'ci-*' --wait
   bianbu shell ci-1
   bianbu seq run nightly 'ci-*' --wait
+  bianbu share add-board team ci-1 ; bianbu share boards
+  bianbu queue join nightly --model k1 --wait
 
 Environment: BIANBU_URL, BIANBU_API_KEY (override the profile for one run), BIANBU_PROFILE,
 BIANBU_CLI_CONFIG (the profiles file; default $XDG_CONFIG_HOME/bianbu/cli.json).
@@ -46,12 +51,14 @@ Errors go to stderr as "bianbu: <message> (<stable key>)", or {"error": {...}} w
     );
   registerAuth(program);
   registerLeases(program);
+  registerQueue(program);
   registerDevice(program);
   registerFlash(program);
   registerExec(program);
   registerShell(program);
   registerCp(program);
   registerSeq(program);
+  registerShare(program);
   registerRaw(program);
   registerCompletion(program);
   return program;

@@ -1,6 +1,7 @@
 // `bianbu completion bash|zsh|fish`: scripts generated from the command tree itself, so a new
 // command or option completes without anyone editing them. Board arguments complete from the
-// caller's held boards (`bianbu leases -q`).
+// caller's held boards (`bianbu leases -q`). A command with subcommands (`share`, `queue`, `seq`,
+// `profiles`) completes their names in the word after it, and the options of all of them.
 import type { Command, Option } from 'commander';
 import { usage } from '../errors.ts';
 
@@ -11,43 +12,57 @@ interface Node {
   description: string;
   options: string[];
   boards: boolean;
+  subs: string[];
 }
 
+const visible = (c: Command) => !(c as Command & { _hidden?: boolean })._hidden;
+
 function nodes(program: Command): Node[] {
-  return program.commands
-    .filter((c) => !(c as Command & { _hidden?: boolean })._hidden)
-    .map((c) => ({
+  return program.commands.filter(visible).map((c) => {
+    const family = [c, ...c.commands.filter(visible)];
+    return {
       name: c.name(),
       description: c.description().replace(/'/g, ''),
-      options: [...c.options, ...program.options].flatMap((o: Option) =>
-        [o.long, o.short].filter((x): x is string => Boolean(x)),
-      ),
-      boards: c.registeredArguments.some((a) => BOARD_ARGS.test(a.name())),
-    }));
+      options: [
+        ...new Set(
+          [...family.flatMap((x) => x.options), ...program.options].flatMap((o: Option) =>
+            [o.long, o.short].filter((x): x is string => Boolean(x)),
+          ),
+        ),
+      ],
+      boards: family.some((x) => x.registeredArguments.some((a) => BOARD_ARGS.test(a.name()))),
+      subs: c.commands.filter(visible).map((x) => x.name()),
+    };
+  });
 }
 
 function bash(program: Command): string {
   const ns = nodes(program);
   const cases = ns
-    .map((n) => `    ${n.name}) opts="${n.options.join(' ')}"; boards=${n.boards ? 1 : 0} ;;`)
+    .map(
+      (n) =>
+        `    ${n.name}) opts="${n.options.join(' ')}"; boards=${n.boards ? 1 : 0}; subs="${n.subs.join(' ')}" ;;`,
+    )
     .join('\n');
   return `# bianbu completion for bash: source <(bianbu completion bash)
 _bianbu() {
-  local cur cmd opts boards i
+  local cur cmd at opts boards subs i
   cur="\${COMP_WORDS[COMP_CWORD]}"
-  cmd=""
+  cmd=""; at=0
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case "\${COMP_WORDS[i]}" in -*) ;; *) cmd="\${COMP_WORDS[i]}"; break ;; esac
+    case "\${COMP_WORDS[i]}" in -*) ;; *) cmd="\${COMP_WORDS[i]}"; at=$i; break ;; esac
   done
   if [[ -z "$cmd" ]]; then
     COMPREPLY=( $(compgen -W "${ns.map((n) => n.name).join(' ')} help" -- "$cur") )
     return
   fi
-  opts=""; boards=0
+  opts=""; boards=0; subs=""
   case "$cmd" in
 ${cases}
   esac
-  if [[ "$cur" == -* ]]; then
+  if [[ -n "$subs" && "$cur" != -* && $((at + 1)) -eq $COMP_CWORD ]]; then
+    COMPREPLY=( $(compgen -W "$subs" -- "$cur") )
+  elif [[ "$cur" == -* ]]; then
     COMPREPLY=( $(compgen -W "$opts --help" -- "$cur") )
   elif [[ "$boards" == 1 ]]; then
     COMPREPLY=( $(compgen -W "$(bianbu leases -q 2>/dev/null)" -- "$cur") )
@@ -75,6 +90,10 @@ function fish(program: Command): string {
       const flag = o.startsWith('--') ? `-l ${o.slice(2)}` : `-s ${o.slice(1)}`;
       lines.push(`complete -c bianbu -n '__fish_seen_subcommand_from ${n.name}' ${flag}`);
     }
+    if (n.subs.length)
+      lines.push(
+        `complete -c bianbu -n '__fish_seen_subcommand_from ${n.name}; and not __fish_seen_subcommand_from ${n.subs.join(' ')}' -a '${n.subs.join(' ')}'`,
+      );
     if (n.boards)
       lines.push(
         `complete -c bianbu -n '__fish_seen_subcommand_from ${n.name}' -a '(bianbu leases -q 2>/dev/null)'`,
