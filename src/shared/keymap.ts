@@ -30,6 +30,7 @@ export const KEYMAP_ACTIONS = [
   'reopenClosed',
   'restart',
   'search',
+  'broadcast',
   'termTheme',
   'nextTab',
   'prevTab',
@@ -201,6 +202,8 @@ const DEFAULT: Bindings = {
   reopenClosed: [`${CA}Shift+KeyT`],
   restart: [`${CA}Enter`],
   search: [`${CA}KeyF`],
+  // iTerm2's Cmd+Alt+I ("Broadcast Input").
+  broadcast: [`${CA}KeyI`],
   termTheme: [`${CA}KeyM`],
   nextTab: [`${CA}PageDown`],
   prevTab: [`${CA}PageUp`],
@@ -240,6 +243,8 @@ const SHIFT: Bindings = {
   reopenClosed: ['Alt+Shift+KeyT'],
   restart: [`${CS}Enter`],
   search: [`${CS}KeyF`],
+  // Not Ctrl+Shift+I: the browser's developer tools.
+  broadcast: ['Alt+Shift+KeyI'],
   termTheme: [`${CS}KeyH`],
   nextTab: [`${CS}BracketRight`],
   prevTab: [`${CS}BracketLeft`],
@@ -269,7 +274,7 @@ const SHIFT: Bindings = {
 };
 
 // tmux's keys after its prefix Ctrl+B: c new window, % split, x kill, n/p windows, arrows between
-// panes, Ctrl+arrows resize, z zoom, { } swap.
+// panes, Ctrl+arrows resize, z zoom, { } swap, S synchronize-panes (broadcast input).
 const P = 'Ctrl+KeyB ';
 const TMUX: Bindings = {
   newShell: [`${P}KeyC`],
@@ -279,6 +284,8 @@ const TMUX: Bindings = {
   reopenClosed: [`${P}Shift+KeyT`],
   restart: [`${P}KeyR`],
   search: [`${P}KeyF`],
+  // A common binding of `setw synchronize-panes`.
+  broadcast: [`${P}Shift+KeyS`],
   termTheme: [`${P}KeyT`],
   nextTab: [`${P}KeyN`],
   prevTab: [`${P}KeyP`],

@@ -129,6 +129,18 @@ describe('matching key presses by physical key', () => {
       PRESET_BINDINGS.default,
       'newShell',
     ],
+    [
+      'Ctrl+Alt+I broadcasts input (iTerm2’s Cmd+Alt+I)',
+      ev({ key: 'i', code: 'KeyI', ctrlKey: true, altKey: true }),
+      PRESET_BINDINGS.default,
+      'broadcast',
+    ],
+    [
+      'Alt+Shift+I broadcasts input under the Ctrl+Shift preset (Ctrl+Shift+I is the browser’s)',
+      ev({ key: 'I', code: 'KeyI', altKey: true, shiftKey: true }),
+      shift,
+      'broadcast',
+    ],
     ['Ctrl+B alone under tmux is not an action', ev({ key: 'b', code: 'KeyB', ctrlKey: true }), tmux, null],
   ])('%s', (_what, e, bindings, action) => {
     expect(matchKey(e, bindings).action).toBe(action);
@@ -152,6 +164,10 @@ describe('matching key presses by physical key', () => {
       pending: '',
       consume: true,
     });
+    // S after the prefix synchronizes the panes (broadcast input).
+    expect(matchKey(ev({ key: 'S', code: 'KeyS', shiftKey: true }), tmux, first.pending).action).toBe(
+      'broadcast',
+    );
     // An unbound key after the prefix is swallowed, as tmux does, and the prefix ends.
     expect(matchKey(ev({ key: 'q', code: 'KeyQ' }), tmux, first.pending)).toEqual({
       action: null,

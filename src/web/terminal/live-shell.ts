@@ -5,7 +5,9 @@
 // realtime connection (and again after every reconnect, from the next byte it has not received) →
 // writes output into xterm and acknowledges bytes as xterm parses them (write callbacks) → input
 // and resizes go out as SENDs while live → ends when the server says the shell closed (the reason
-// is written into the terminal and the pane), or when `disposeShell` drops it.
+// is written into the terminal and the pane), or when `disposeShell` drops it. Typed input goes through
+// the registry's route, which sends it to every shell of the broadcast set when this one is in it
+// (broadcast.ts); an ending shell leaves that set.
 
 import type { IMessage } from '@stomp/stompjs';
 import { FitAddon } from '@xterm/addon-fit';
@@ -21,6 +23,7 @@ import { t } from '#web/i18n/i18n.ts';
 import { realtime, realtimeState, type TopicHandle } from '#web/realtime/client.ts';
 import { appState } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
+import { isBroadcastInput, leaveBroadcast } from './broadcast.ts';
 
 export type ShellStatus = 'connecting' | 'live' | 'disconnected' | 'closed';
 
@@ -74,6 +77,17 @@ export const terminalTheme = (dark: boolean): ITheme => (dark ? DARK_THEME : LIG
 
 const encoder = new TextEncoder();
 
+/**
+ * Where typed data goes (the registry's broadcast route); `typed` is false for the terminal's own
+ * reports and mouse events, which go to `from` alone.
+ */
+export type InputRoute = (from: LiveShell, bytes: Uint8Array, typed: boolean) => void;
+
+/** The part of xterm's core that says whether data was user input (not in xterm's public API). */
+interface CoreWithUserInput {
+  _core?: { coreService?: { onUserInput?: (listener: () => void) => { dispose(): void } } };
+}
+
 export class LiveShell {
   readonly term: Terminal;
   readonly search = new SearchAddon();
@@ -97,7 +111,13 @@ export class LiveShell {
   private lastSize = '';
   private readonly stopWatching: Array<() => void> = [];
 
-  constructor(readonly shellId: string) {
+  /** Set by xterm's core just before it hands user input (keys, paste, IME) to onData. */
+  private userInput = false;
+
+  constructor(
+    readonly shellId: string,
+    private readonly route?: InputRoute,
+  ) {
     this.term = new Terminal({
       allowProposedApi: true,
       cursorBlink: true,
@@ -112,8 +132,22 @@ export class LiveShell {
     this.term.loadAddon(new WebLinksAddon());
     this.term.loadAddon(new Unicode11Addon());
     this.term.unicode.activeVersion = '11';
-    this.term.onData((d) => this.input(encoder.encode(d)));
-    this.term.onBinary((d) => this.input(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
+    // xterm's onData carries both what the user typed and the terminal's answers to the program; only
+    // the former may be broadcast. xterm tells them apart only inside its core (onUserInput fires right
+    // before onData for user input). Without that hook (a changed xterm), data counts as typed; the
+    // broadcast e2e test fails loudly if the hook disappears.
+    const onUserInput = (this.term as unknown as CoreWithUserInput)._core?.coreService?.onUserInput;
+    const hooked = typeof onUserInput === 'function';
+    if (hooked) onUserInput(() => (this.userInput = true));
+    this.term.onData((d) => {
+      const typed = isBroadcastInput(d, hooked ? this.userInput : true);
+      this.userInput = false;
+      const bytes = encoder.encode(d);
+      if (this.route) this.route(this, bytes, typed);
+      else this.send(bytes);
+    });
+    // Binary data is only ever an X10 mouse report: this terminal's alone.
+    this.term.onBinary((d) => this.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
     this.term.onResize(() => this.sendSize(false));
     this.term.attachCustomKeyEventHandler((e) => this.onKey(e));
     this.topic = realtime.subscribe(
@@ -250,7 +284,18 @@ export class LiveShell {
     }
   }
 
-  private input(bytes: Uint8Array): void {
+  /** Connected and attached (broadcast.ts: a member that receives input now). */
+  get live(): boolean {
+    return this.view.status === 'live';
+  }
+
+  /** Ended for good: it never takes input again. */
+  get ended(): boolean {
+    return this.view.status === 'closed';
+  }
+
+  /** Sends input to this shell (dropped while it is not live, or the user may not type into it). */
+  send(bytes: Uint8Array): void {
     if (this.view.status !== 'live' || this.readOnly) return;
     for (let i = 0; i < bytes.length; i += SHELL_INPUT_CHUNK_BYTES)
       realtime.publish(Destinations.shellInput(this.shellId), bytes.subarray(i, i + SHELL_INPUT_CHUNK_BYTES));
@@ -299,6 +344,7 @@ export class LiveShell {
     );
     this.topic?.unsubscribe();
     this.topic = null;
+    leaveBroadcast([this.shellId]);
   }
 
   /** Keyboard copy and paste: Ctrl+Shift+C / Ctrl+Shift+V (and Ctrl+Insert / Shift+Insert). */

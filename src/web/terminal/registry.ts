@@ -1,15 +1,22 @@
 // Live terminals by shell id, outside React (Cockpit keeps its terminal objects the same way): a
 // pane that unmounts leaves its LiveShell here, scrollback and subscription intact; the workbench
-// disposes it when the shell's tab is closed for good.
+// disposes it when the shell's tab is closed for good. Typed input is routed here: to the shell alone,
+// or to every shell of the broadcast set when the shell is in it (broadcast.ts).
 import { appState, setDarkTermTheme } from '#web/state/app.ts';
-import { LiveShell } from './live-shell.ts';
+import { broadcast, inputRecipients, leaveBroadcast } from './broadcast.ts';
+import { type InputRoute, LiveShell } from './live-shell.ts';
 
 const shells = new Map<string, LiveShell>();
+
+const route: InputRoute = (from, bytes, typed) => {
+  for (const id of inputRecipients(broadcast.members, from.shellId, typed, findShell))
+    (id === from.shellId ? from : shells.get(id))?.send(bytes);
+};
 
 export function getShell(shellId: string): LiveShell {
   let s = shells.get(shellId);
   if (!s) {
-    s = new LiveShell(shellId);
+    s = new LiveShell(shellId, route);
     shells.set(shellId, s);
   }
   return s;
@@ -20,6 +27,7 @@ export function findShell(shellId: string): LiveShell | undefined {
 }
 
 export function disposeShell(shellId: string): void {
+  leaveBroadcast([shellId]);
   shells.get(shellId)?.dispose();
   shells.delete(shellId);
 }

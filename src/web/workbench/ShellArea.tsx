@@ -1,6 +1,8 @@
 // The shells of the workbench: a tab bar, and in each tab one shell or several side by side in a
 // resizable group. Tabs that are not shown stay mounted (hidden), so their terminals keep streaming and
 // keep their scrollback; the terminal objects themselves live in the terminal registry, outside React.
+// A tab whose shells broadcast input carries an amber band and a toggle showing how many shells the
+// keys go to (broadcast-slots.ts).
 import { useEffect } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Group, type Layout, Panel } from 'react-resizable-panels';
@@ -9,6 +11,9 @@ import { Icon } from '#web/components/icons.tsx';
 import { cx, IconButton } from '#web/components/ui.tsx';
 import { appState, setDarkTermTheme } from '#web/state/app.ts';
 import { notify } from '#web/state/notices.ts';
+import { broadcast } from '#web/terminal/broadcast.ts';
+import { BroadcastIcon } from './BroadcastMarks.tsx';
+import { broadcastAllSlots, slotsBroadcasting, toggleSlotsBroadcast } from './broadcast-slots.ts';
 import { CloseShellDialog } from './CloseShellDialog.tsx';
 import { requestClose } from './close-shells.ts';
 import { PaneFrame, ResizeHandle } from './PaneFrame.tsx';
@@ -48,6 +53,7 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
   const { t } = useTranslation('workbench');
   const wb = useSnapshot(workbench);
   const tabs = wb.layout.tabs as readonly ShellTab[];
+  const { members } = useSnapshot(broadcast);
 
   useEffect(
     () =>
@@ -79,6 +85,16 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
           const cur = focusedSlot();
           if (cur) searchSlot(cur.id);
         },
+        toggleBroadcast: () => {
+          const cur = focusedSlot();
+          if (cur) toggleSlotsBroadcast([cur]);
+        },
+        broadcastTab: () => {
+          const cur = focusedSlot();
+          const tab = workbench.layout.tabs.find((x) => x.slots.some((s) => s.id === cur?.id));
+          if (tab) toggleSlotsBroadcast(tab.slots);
+        },
+        broadcastAll: () => broadcastAllSlots(workbench.layout),
         toggleTheme: () => setDarkTermTheme(!appState.darkTermTheme),
         focusActive: () => {
           const cur = focusedSlot();
@@ -113,14 +129,17 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
         {tabs.map((tab) => {
           const active = tab.id === wb.layout.activeTab;
           const name = tab.title ?? tab.slots.map((s) => labels.get(s.id)).join(' | ');
+          const casting = slotsBroadcasting(tab.slots, members);
           return (
             <div
               key={tab.id}
+              data-broadcast={casting ? 'on' : 'off'}
               className={cx(
                 'group flex shrink-0 items-center border-r border-zinc-200 text-xs dark:border-zinc-800',
                 active
                   ? 'bg-white text-zinc-900 dark:bg-zinc-950 dark:text-zinc-100'
                   : 'text-zinc-500 hover:text-zinc-800 dark:hover:text-zinc-200',
+                casting && 'bg-amber-50 shadow-[inset_0_3px_0_0_var(--color-amber-500)] dark:bg-amber-950/40',
               )}
             >
               <button
@@ -136,6 +155,28 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
               >
                 <Icon name="terminal" size={12} className={active ? 'text-emerald-500' : ''} />
                 <span className="max-w-48 truncate">{name}</span>
+                {casting ? (
+                  <span className="sr-only">{`, ${t('broadcast.bar', { count: members.length })}`}</span>
+                ) : null}
+              </button>
+              <button
+                type="button"
+                aria-pressed={casting}
+                aria-label={t('broadcast.toggleTab', { name })}
+                title={
+                  casting ? t('broadcast.bar', { count: members.length }) : t('broadcast.toggleTab', { name })
+                }
+                onClick={() => toggleSlotsBroadcast(tab.slots)}
+                data-testid="tab-broadcast"
+                className={cx(
+                  'mr-0.5 flex items-center gap-0.5 rounded px-1 py-0.5',
+                  casting
+                    ? 'bg-amber-400 font-semibold text-amber-950 hover:bg-amber-300'
+                    : 'opacity-0 group-hover:opacity-100 hover:bg-zinc-200 focus-visible:opacity-100 dark:hover:bg-zinc-800',
+                )}
+              >
+                <BroadcastIcon size={11} />
+                {casting ? <span aria-hidden>{members.length}</span> : null}
               </button>
               <button
                 type="button"

@@ -1,7 +1,8 @@
 // One shell slot of the workbench. A slot without a clientId opens its shell (apply-device-shell) and
 // remembers the clientId in the persisted layout; a slot with one (after a reload) simply attaches to
 // it, and the terminal resumes from the server's scrollback. Closing a slot closes the shell on the
-// server and disposes its live terminal.
+// server and disposes its live terminal (which takes it out of the broadcast set). A broadcasting shell
+// is framed and banded in amber (BroadcastMarks.tsx).
 
 import { useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
@@ -13,6 +14,7 @@ import { Button, Spinner } from '#web/components/ui.tsx';
 import { ShellShareBar } from '#web/share/ShellShareBar.tsx';
 import { disposeShell } from '#web/terminal/registry.ts';
 import { TerminalPane, type TerminalPaneHandle } from '#web/terminal/TerminalPane.tsx';
+import { BroadcastBar, BroadcastFrame } from './BroadcastMarks.tsx';
 import { type ShellSlot, setClientId } from './store.ts';
 
 const applyShell = shellCalls.find((c) => c.name === 'applyDeviceShell') as Extract<
@@ -152,13 +154,20 @@ export function TerminalSlot({
     );
   }
   return (
-    <TerminalPane
-      ref={paneRef}
-      shellId={clientId}
-      autoFocus={!hidden}
-      className="h-full"
-      onRestart={() => restartSlot(applyId, slot)}
-      bar={<ShellShareBar shellId={clientId} />}
-    />
+    <BroadcastFrame shellId={clientId}>
+      <TerminalPane
+        ref={paneRef}
+        shellId={clientId}
+        autoFocus={!hidden}
+        className="h-full"
+        onRestart={() => restartSlot(applyId, slot)}
+        bar={
+          <>
+            <BroadcastBar shellId={clientId} />
+            <ShellShareBar shellId={clientId} />
+          </>
+        }
+      />
+    </BroadcastFrame>
   );
 }

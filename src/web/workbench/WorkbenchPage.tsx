@@ -47,6 +47,7 @@ import { provideFrontShell } from '#web/state/front-shell.ts';
 import { notify } from '#web/state/notices.ts';
 import { session } from '#web/state/session.ts';
 import { readApplyInfo } from '#web/state/storage.ts';
+import { stopBroadcast } from '#web/terminal/broadcast.ts';
 import { installWorkbenchCommands, workbenchUi } from './commands.ts';
 import { KeyRow } from './KeyRow.tsx';
 import { useWorkbenchKeys } from './keys.ts';
@@ -235,6 +236,9 @@ function Workbench({
     setBound(true);
     return () => unbindWorkbench();
   }, [userKey, applyId]);
+  // Broadcast input is for this visit of the workbench only (terminal/broadcast.ts): leaving it, or
+  // another apply, turns it off.
+  useEffect(() => () => stopBroadcast(), []);
 
   useEffect(() => {
     realtime.start();

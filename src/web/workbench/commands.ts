@@ -1,5 +1,5 @@
 // Palette commands of the workbench, registered while it is mounted: shells (new, serial, split, close,
-// search, terminal theme, tabs), focus movement, pane visibility and the board's actions (renew, power
+// search, broadcast input, terminal theme, tabs), focus movement, pane visibility and the board's actions (renew, power
 // reset, leave, unlock). A command named after a keymap action shows the user's chord for it
 // (src/shared/keymap.ts; the palette looks it up by id), the one keys.ts binds.
 import { proxy } from 'valtio';
@@ -9,6 +9,8 @@ import { t } from '#web/i18n/i18n.ts';
 import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { stepTermFont } from '#web/state/app.ts';
 import { notify } from '#web/state/notices.ts';
+import { broadcast } from '#web/terminal/broadcast.ts';
+import { stopAllBroadcast } from './broadcast-slots.ts';
 import { focusLastTerminal, focusPaneElement, moveFocus } from './focus.ts';
 import { resizeFocused, swapFocused } from './pane-keys.ts';
 import { shellOps } from './shell-ops.ts';
@@ -67,6 +69,10 @@ const ALIASES: Partial<Record<string, readonly string[]>> = {
   close: ['close terminal', 'kill shell', 'close shell'],
   reopenClosed: ['reopen', 'undo close', 'restore shell', 'reopen terminal', 'closed shell'],
   search: ['find', 'find in terminal'],
+  broadcast: ['synchronize panes', 'synchronize-panes', 'sync panes', 'send input to all', 'multi-exec'],
+  broadcastTab: ['synchronize panes', 'synchronize-panes', 'sync panes', 'broadcast tab'],
+  broadcastAll: ['broadcast all', 'send input to all', 'type into all shells'],
+  stopBroadcast: ['stop broadcast', 'broadcast off', 'unsynchronize', 'synchronize-panes off'],
   maximize: ['zoom', 'maximize', 'maximise', 'restore', 'fullscreen'],
   restart: ['respawn', 'reconnect', 'restart shell', 'restart terminal'],
   lastTerminal: ['back to terminal', 'focus terminal', 'go to terminal'],
@@ -89,7 +95,15 @@ const ALIASES: Partial<Record<string, readonly string[]>> = {
 
 export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
   const c = (
-    id: KeymapAction | 'renew' | 'leave' | 'unlock' | 'renameTab',
+    id:
+      | KeymapAction
+      | 'renew'
+      | 'leave'
+      | 'unlock'
+      | 'renameTab'
+      | 'broadcastTab'
+      | 'broadcastAll'
+      | 'stopBroadcast',
     run: PaletteCommand['run'],
     icon?: PaletteCommand['icon'],
   ): PaletteCommand => ({
@@ -140,6 +154,22 @@ export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
       later(() => shellOps.search()),
       'search',
     ),
+    c(
+      'broadcast',
+      later(() => shellOps.toggleBroadcast()),
+    ),
+    c(
+      'broadcastTab',
+      later(() => shellOps.broadcastTab()),
+    ),
+    c(
+      'broadcastAll',
+      later(() => shellOps.broadcastAll()),
+    ),
+    {
+      ...c('stopBroadcast', () => stopAllBroadcast()),
+      when: () => broadcast.members.length > 0,
+    },
     {
       ...c('renameTab', (_ctx, { title }) => {
         const tab = activeTab();

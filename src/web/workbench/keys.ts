@@ -41,6 +41,7 @@ export type KeyAction =
   | { kind: 'close' }
   | { kind: 'reopen' }
   | { kind: 'search' }
+  | { kind: 'broadcast' }
   | { kind: 'termTheme' }
   | { kind: 'tab'; delta: 1 | -1 }
   | { kind: 'toggle'; pane: 'files' | 'editor' | 'load' }
@@ -62,6 +63,7 @@ export const ACTION_KINDS: Readonly<Record<KeymapAction, KeyAction>> = {
   reopenClosed: { kind: 'reopen' },
   restart: { kind: 'restart' },
   search: { kind: 'search' },
+  broadcast: { kind: 'broadcast' },
   termTheme: { kind: 'termTheme' },
   nextTab: { kind: 'tab', delta: 1 },
   prevTab: { kind: 'tab', delta: -1 },
@@ -176,6 +178,9 @@ export function runKeyAction(a: KeyAction): void {
       return;
     case 'search':
       shellOps.search();
+      return;
+    case 'broadcast':
+      shellOps.toggleBroadcast();
       return;
     case 'termTheme':
       shellOps.toggleTheme();

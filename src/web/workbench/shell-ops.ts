@@ -13,6 +13,12 @@ export interface ShellOps {
   reopenClosed: () => void;
   restartFocused: () => void;
   search: () => void;
+  /** Broadcast input (terminal/broadcast.ts): the focused shell in or out of the set. */
+  toggleBroadcast: () => void;
+  /** Every shell of the focused shell's tab in the set (tmux's synchronize-panes), or out of it. */
+  broadcastTab: () => void;
+  /** Every open shell in the set. */
+  broadcastAll: () => void;
   toggleTheme: () => void;
   focusActive: () => void;
 }
@@ -24,6 +30,9 @@ const idle: ShellOps = {
   reopenClosed: () => {},
   restartFocused: () => {},
   search: () => {},
+  toggleBroadcast: () => {},
+  broadcastTab: () => {},
+  broadcastAll: () => {},
   toggleTheme: () => setDarkTermTheme(!appState.darkTermTheme),
   focusActive: () => {},
 };
