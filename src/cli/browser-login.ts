@@ -122,7 +122,7 @@ export async function browserLogin(opts: BrowserLoginOptions): Promise<CliToken>
     if (error || !code) {
       const why = u.searchParams.get('error_description') ?? error ?? 'no code';
       void answer(res, 400, page('Sign-in failed', `${why}. You can close this tab.`));
-      finish(new CliError(`the sign-in was not completed: ${why}`, 'auth.oidc_denied', 'auth'));
+      finish(new CliError(`the sign-in was not completed: ${why}`, 'cli.login_denied', 'auth'));
       return;
     }
     finish({ code, iss: u.searchParams.get('iss') ?? undefined, res });

@@ -186,6 +186,23 @@ describe('bianbu login through the browser', () => {
     expect(login.stderr()).toMatch(/no sign-in within 3s \(cli\.login_timeout\)/);
   });
 
+  it('ends with exit 3 when the person cancels on the sign-in page', async () => {
+    const login = await startLogin();
+    const browser = new Browser();
+    const callback = login.url.searchParams.get('redirect_uri') ?? '';
+    const back = (u: URL) => u.href.startsWith(`${callback}?`);
+    const { res } = await browser.follow(await browser.go(login.url), back);
+    const cancel = (await res.text()).match(/<a href="([^"]+\/abort)"/);
+    expect(cancel).not.toBeNull();
+    const { away } = await browser.follow(await browser.go(new URL((cancel as RegExpMatchArray)[1], res.url)), back);
+    expect(away?.searchParams.get('error')).toBe('access_denied');
+    const landed = await fetch(away as URL);
+    expect(landed.status).toBe(400);
+    expect(await landed.text()).toContain('Sign-in failed');
+    expect(await login.exit).toBe(3);
+    expect(login.stderr()).toMatch(/\(cli\.login_denied\)/);
+  });
+
   it('Ctrl+C ends the wait with exit 130 and closes the listener', async () => {
     const login = await startLogin();
     login.child.kill('SIGINT');
