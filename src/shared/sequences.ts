@@ -26,7 +26,8 @@
 // `fetchSequenceRun`, `fetchSequenceRuns`, `cancelSequenceRun`.
 import { z } from 'zod';
 import { defineCall } from './http.ts';
-import { entityId } from './ids.ts';
+import { CONTROL_CHARS, entityId, idString } from './ids.ts';
+import { groupName } from './share.ts';
 
 export const SequenceErrorKey = {
   /** The file does not parse or does not describe a sequence; data {line, column, path, message}. */
@@ -62,6 +63,8 @@ export const StepFailure = {
   /** Anything else; the detail says what. */
   failed: 'sequence.step_failed',
 } as const;
+
+const NO_CONTROL = new RegExp(`^[^${CONTROL_CHARS.source.slice(1, -1)}]*$`, 'u');
 
 export const SEQUENCE_MAX_STEPS = 50;
 export const SEQUENCE_MAX_TARGETS = 32;
@@ -165,9 +168,10 @@ export const sequenceCalls = [
     path: '/api/sequence/save',
     request: z.object({
       name: sequenceName,
-      source: z.string().min(1).max(SEQUENCE_MAX_SOURCE),
+      // Text with line breaks and tabs, but no NUL (PostgreSQL's text cannot hold one).
+      source: z.string().min(1).max(SEQUENCE_MAX_SOURCE).refine((v) => !v.includes('\u0000'), 'must not contain NUL'),
       /** One of the caller's share groups, or null to share with nobody. */
-      groupName: z.string().trim().min(1).max(64).nullable().default(null),
+      groupName: groupName.nullable().default(null),
     }),
     response: sequenceDto,
     summary: 'Create or replace one of the caller’s sequences by name; a bad file is refused with the line',
@@ -187,8 +191,10 @@ export const sequenceCalls = [
     request: z.object({
       sequenceId: entityId,
       /** Held boards by name, id or glob of names (ci-*). */
-      targets: z.array(z.string().trim().min(1).max(64)).min(1).max(SEQUENCE_MAX_TARGETS),
-      params: z.record(paramName, z.string().max(256)).default({}),
+      targets: z.array(idString({ trim: true })).min(1).max(SEQUENCE_MAX_TARGETS),
+      params: z
+        .record(paramName, z.string().max(256).regex(NO_CONTROL, 'must not contain control characters'))
+        .default({}),
     }),
     response: sequenceRunDto,
     summary: 'Run a sequence on held boards; answers the run at once, which goes on in the service',

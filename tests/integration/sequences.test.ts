@@ -126,8 +126,13 @@ describe('sequences on real local boards', () => {
     expect(bad.data).toMatchObject({ line: 4, path: 'steps.1.wait.seconds' });
     const unknown = await save(u, 'broken', 'steps:\n  - frobnicate: 1\n');
     expect(unknown.data).toMatchObject({ line: 2 });
+    const nul = await save(u, 'broken', 'steps:\n  - exec: "a\u0000b"\n');
+    expect([nul.status, nul.fields?.[0]?.path]).toEqual([400, 'source']);
     const list = await call(t.app, u, 'GET', '/api/sequence/list');
     expect(list.data.items.map((s: { name: string }) => s.name)).not.toContain('broken');
+    const ok = await save(u, 'with-param', 'params:\n  p: {}\nsteps:\n  - exec: echo ${p}\n');
+    const ctl = await run(u, ok.data.sequenceId, ['ci-a'], { p: 'x\u0000y' });
+    expect([ctl.status, ctl.fields?.[0]?.path]).toEqual([400, 'params.p']);
   });
 
   it('runs on two boards side by side: output, statuses, on-failure continue, wait and renew', async () => {
