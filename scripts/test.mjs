@@ -17,6 +17,7 @@ const storageFree = [
   'sftp-stdio',
   'files-board-disk',
   'flash-crash',
+  'ready-shell',
 ];
 if (process.env.DATABASE_URL) {
   steps.push([
