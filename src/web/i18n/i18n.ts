@@ -42,7 +42,30 @@ export function catalogueOf(lng: Language): Promise<Record<string, Catalogue>> {
   return p;
 }
 
+/**
+ * Namespaces left out of the language chunks (bundles/*.ts): a feature loaded on use loads its own
+ * with `loadNamespace` first, in the shown language and the fallback; a later language switch loads
+ * them too.
+ */
+const lazyFiles = import.meta.glob<Catalogue>('../../../locales/*/{sequences,desktop}.json', {
+  import: 'default',
+});
+export type LazyNamespace = 'sequences' | 'desktop';
+const lazyUsed = new Set<LazyNamespace>();
+
+async function addLazy(lng: Language, ns: LazyNamespace): Promise<void> {
+  if (i18next.hasResourceBundle(lng, ns)) return;
+  const file = lazyFiles[`../../../locales/${lng}/${ns}.json`];
+  if (file) i18next.addResourceBundle(lng, ns, await file(), true, true);
+}
+
+export async function loadNamespace(ns: LazyNamespace): Promise<void> {
+  lazyUsed.add(ns);
+  await Promise.all([...new Set([currentLanguage(), FALLBACK_LANGUAGE])].map((l) => addLazy(l, ns)));
+}
+
 async function ensureLanguage(lng: Language): Promise<void> {
+  await Promise.all([...lazyUsed].map((ns) => addLazy(lng, ns)));
   if (i18next.hasResourceBundle(lng, 'common')) return;
   const byNs = await catalogueOf(lng);
   for (const [ns, content] of Object.entries(byNs)) i18next.addResourceBundle(lng, ns, content, true, true);

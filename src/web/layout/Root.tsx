@@ -25,6 +25,7 @@ import { Toaster } from '#web/components/Toaster.tsx';
 import { installDeviceCommands } from '#web/devices/commands.ts';
 import { installFlashCommands } from '#web/flash/commands.ts';
 import { flash } from '#web/flash/state.ts';
+import { loadNamespace } from '#web/i18n/i18n.ts';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
 import { usePaletteShortcut } from '#web/palette/keys.ts';
 import { keyHelp, paletteState } from '#web/palette/registry.ts';
@@ -41,7 +42,9 @@ import { FullPageStatus } from './PageLoading.tsx';
 
 const ProfileDialog = lazy(() => import('#web/auth/ProfileDialog.tsx'));
 const FlashHost = lazy(() => import('#web/flash/FlashHost.tsx'));
-const SequenceHost = lazy(() => import('#web/sequences/SequenceHost.tsx'));
+const SequenceHost = lazy(() =>
+  loadNamespace('sequences').then(() => import('#web/sequences/SequenceHost.tsx')),
+);
 const loadPalette = () => import('#web/palette/Palette.tsx');
 const Palette = lazy(loadPalette);
 const KeyHelp = lazy(() => import('#web/palette/KeyHelp.tsx'));

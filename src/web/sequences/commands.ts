@@ -7,7 +7,7 @@ import { type SequenceDto, sequenceCalls, sequenceName } from '#shared/sequences
 import { call } from '#web/api/http.ts';
 import { heldBoardChoices } from '#web/boards/choices.ts';
 import { dataOf, leases, messageOf } from '#web/boards/store.ts';
-import { t } from '#web/i18n/i18n.ts';
+import { loadNamespace, t } from '#web/i18n/i18n.ts';
 import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { notify } from '#web/state/notices.ts';
 import {
@@ -252,9 +252,11 @@ const fixed = (): PaletteCommand[] => [
 
 let installed = false;
 
-export function installSequenceCommands(): void {
+export async function installSequenceCommands(): Promise<void> {
   if (installed) return;
   installed = true;
+  // The titles are this feature's own namespace, loaded with it.
+  await loadNamespace('sequences');
   const base = fixed();
   let recording = seqUi.recording !== null;
   const sync = () => registerCommands('sequences', [...base, ...recordingCommands()]);

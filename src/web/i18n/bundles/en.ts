@@ -1,5 +1,13 @@
 // Every catalogue of locales/en, in one chunk the console loads when en is shown (or is the fallback).
-export default import.meta.glob<Record<string, unknown>>('../../../../locales/en/*.json', {
-  eager: true,
-  import: 'default',
-});
+export default import.meta.glob<Record<string, unknown>>(
+  // Namespaces of features loaded on use come with them (loadNamespace in i18n.ts).
+  [
+    '../../../../locales/en/*.json',
+    '!../../../../locales/en/sequences.json',
+    '!../../../../locales/en/desktop.json',
+  ],
+  {
+    eager: true,
+    import: 'default',
+  },
+);

@@ -1,5 +1,13 @@
 // Every catalogue of locales/ja, in one chunk the console loads when ja is shown (or is the fallback).
-export default import.meta.glob<Record<string, unknown>>('../../../../locales/ja/*.json', {
-  eager: true,
-  import: 'default',
-});
+export default import.meta.glob<Record<string, unknown>>(
+  // Namespaces of features loaded on use come with them (loadNamespace in i18n.ts).
+  [
+    '../../../../locales/ja/*.json',
+    '!../../../../locales/ja/sequences.json',
+    '!../../../../locales/ja/desktop.json',
+  ],
+  {
+    eager: true,
+    import: 'default',
+  },
+);

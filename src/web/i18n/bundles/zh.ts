@@ -1,5 +1,13 @@
 // Every catalogue of locales/zh, in one chunk the console loads when zh is shown (or is the fallback).
-export default import.meta.glob<Record<string, unknown>>('../../../../locales/zh/*.json', {
-  eager: true,
-  import: 'default',
-});
+export default import.meta.glob<Record<string, unknown>>(
+  // Namespaces of features loaded on use come with them (loadNamespace in i18n.ts).
+  [
+    '../../../../locales/zh/*.json',
+    '!../../../../locales/zh/sequences.json',
+    '!../../../../locales/zh/desktop.json',
+  ],
+  {
+    eager: true,
+    import: 'default',
+  },
+);
