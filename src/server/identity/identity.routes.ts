@@ -54,7 +54,6 @@ import {
   userInfoOf,
 } from './identity.repo.ts';
 import { IdentityService } from './identity.service.ts';
-import { keymapHandlers } from './keymap.routes.ts';
 import {
   CONSOLE_CLIENT_ID,
   consoleRedirectAllowed,
@@ -62,6 +61,7 @@ import {
   mountEmbeddedIdp,
   publicUrlOf,
 } from './idp.ts';
+import { keymapHandlers } from './keymap.routes.ts';
 import { loadLoginKey } from './login-key.ts';
 import { LogOutboxSender } from './phone-sender.ts';
 import { type ExternalProfile, RelyingParty } from './relying-party.ts';
@@ -147,7 +147,10 @@ async function setup(app: FastifyInstance): Promise<void> {
     { issuer: state.idp.issuer, clientId: CONSOLE_CLIENT_ID, inProcess: app },
     app.log,
   );
-  state.cliRp = new RelyingParty({ issuer: state.idp.issuer, clientId: CLI_CLIENT_ID, inProcess: app }, app.log);
+  state.cliRp = new RelyingParty(
+    { issuer: state.idp.issuer, clientId: CLI_CLIENT_ID, inProcess: app },
+    app.log,
+  );
   // prompt=login: the console's own token is the session; signing out of the console must not be
   // undone by a lingering provider session on the next visit.
   const q = new URLSearchParams({
@@ -235,10 +238,42 @@ function calls(app: FastifyInstance) {
   const exchangeFailed = () =>
     badRequest('The sign-in could not be completed, please sign in again', IdentityErrorKey.exchangeFailed);
 
+  /**
+   * A code exchanged for a session of `method`: a failure (the exchange, no such user, an inactive
+   * one) is audited and answered as exchange_failed; a success answers the user and their new token.
+   */
+  const sessionFromCode = async (
+    method: 'cli' | 'oidc',
+    ip: string,
+    userOf: () => Promise<UserRow | undefined>,
+  ): Promise<{ user: UserRow; token: string }> => {
+    let user: UserRow | undefined;
+    try {
+      user = await userOf();
+    } catch (err) {
+      await app.audit.record({ action: 'login', result: 'failed', ip, detail: { method } });
+      throw err;
+    }
+    if (!user?.isActive) {
+      await app.audit.record({
+        userId: user?.id,
+        username: user?.username,
+        action: 'login',
+        result: 'failed',
+        ip,
+        detail: { method },
+      });
+      throw exchangeFailed();
+    }
+    return { user, token: await app.identity.issueSession(user, method, ip) };
+  };
+
   const cliCalls = implement(cliAuthCalls, {
     cliLoginConfig: async () => {
       if (!stateOf(app).cliRp)
-        throw notFound('This service signs in through an external provider: sign in to the cli with an API key');
+        throw notFound(
+          'This service signs in through an external provider: sign in to the cli with an API key',
+        );
       // prompt=login as for the console: a lingering provider session never signs the cli in unseen.
       const q = new URLSearchParams({
         client_id: CLI_CLIENT_ID,
@@ -252,33 +287,17 @@ function calls(app: FastifyInstance) {
     cliTokenByCode: async (input, { ip }) => {
       const rp = stateOf(app).cliRp;
       if (!rp) throw notFound();
-      let user: UserRow | undefined;
-      try {
-        // The provider checks that the code was issued to bianbu-cli for this very redirect_uri and
-        // challenge; the schema has already kept the redirect_uri to a loopback /callback.
+      // The provider checks that the code was issued to bianbu-cli for this very redirect_uri and
+      // challenge; the schema has already kept the redirect_uri to a loopback /callback.
+      const { user, token } = await sessionFromCode('cli', ip, async () => {
         const profile = await rp.exchange({
           code: input.code,
           codeVerifier: input.code_verifier,
           redirectUri: input.redirect_uri,
           iss: input.iss,
         });
-        user = await findUserById(db(), profile.subject);
-      } catch (err) {
-        await app.audit.record({ action: 'login', result: 'failed', ip, detail: { method: 'cli' } });
-        throw err;
-      }
-      if (!user?.isActive) {
-        await app.audit.record({
-          userId: user?.id,
-          username: user?.username,
-          action: 'login',
-          result: 'failed',
-          ip,
-          detail: { method: 'cli' },
-        });
-        throw exchangeFailed();
-      }
-      const token = await app.identity.issueSession(user, 'cli', ip);
+        return findUserById(db(), profile.subject);
+      });
       const ttlMs = app.config.BIANBU_TOKEN_TTL_HOURS * 3_600_000;
       return {
         accessToken: token,
@@ -293,31 +312,15 @@ function calls(app: FastifyInstance) {
     getTokenByCode: async (input, { req, ip }) => {
       const state = stateOf(app);
       const redirectUri = exchangeRedirect(app, req, input.redirect_uri);
-      let user: UserRow | undefined;
-      try {
+      const { token } = await sessionFromCode('oidc', ip, async () => {
         const profile = await state.rp.exchange({
           code: input.code,
           codeVerifier: input.code_verifier,
           redirectUri,
           iss: input.iss,
         });
-        user = await userForProfile(app, profile, state.idp !== null);
-      } catch (err) {
-        await app.audit.record({ action: 'login', result: 'failed', ip, detail: { method: 'oidc' } });
-        throw err;
-      }
-      if (!user?.isActive) {
-        await app.audit.record({
-          userId: user?.id,
-          username: user?.username,
-          action: 'login',
-          result: 'failed',
-          ip,
-          detail: { method: 'oidc' },
-        });
-        throw exchangeFailed();
-      }
-      const token = await app.identity.issueSession(user, 'oidc', ip);
+        return userForProfile(app, profile, state.idp !== null);
+      });
       return {
         access_token: token,
         accessToken: token,
