@@ -17,7 +17,6 @@ const storageFree = [
   'sftp-stdio',
   'files-board-disk',
   'flash-crash',
-  'ready-shell',
 ];
 if (process.env.DATABASE_URL) {
   steps.push([

@@ -542,73 +542,10 @@ export class LocalDriver implements BoardDriver {
   }
 
   openShell(size: PtySize, env: Record<string, string> = {}): Promise<PtyHandle> {
-    // A login shell started ahead (see `ready`) answers at once; the next one starts behind it.
-    const warm = Object.keys(env).length === 0 ? this.takeReady() : null;
-    this.prepareReady();
-    if (warm) {
-      warm.resize(size);
-      return Promise.resolve(warm);
-    }
     return this.spawnShell(size, 'root', env);
   }
 
-  /**
-   * The next root login shell, started while the board is in use so that opening a shell does not
-   * wait for sandbox entry, `script` and bash's start-up (tens of milliseconds, most of
-   * open → first byte). Started after the first shell of the board is opened, at 80×24, and resized
-   * when handed out; its prompt waits in a buffer until then. Dropped when it ends (a power reset
-   * kills it with the board's other shells) or after READY_IDLE_MS without a shell opened.
-   */
-  private ready: { handle: PtyHandle; exited: boolean; idle: NodeJS.Timeout } | null = null;
-  private readyStarting = false;
-
-  private takeReady(): PtyHandle | null {
-    const r = this.ready;
-    this.ready = null;
-    if (!r) return null;
-    clearTimeout(r.idle);
-    return r.exited ? null : r.handle;
-  }
-
-  private prepareReady(): void {
-    if (this.ready || this.readyStarting || this.stopping || !this.running) return;
-    this.readyStarting = true;
-    this.spawnShell({ cols: 80, rows: 24 }, 'root', {}, true).then(
-      (handle) => {
-        this.readyStarting = false;
-        if (this.stopping || this.ready) return handle.close();
-        const entry = {
-          handle,
-          exited: false,
-          idle: setTimeout(() => {
-            if (this.ready === entry) {
-              this.ready = null;
-              handle.close();
-            }
-          }, READY_IDLE_MS),
-        };
-        entry.idle.unref?.();
-        handle.onExit(() => {
-          entry.exited = true;
-          if (this.ready === entry) {
-            clearTimeout(entry.idle);
-            this.ready = null;
-          }
-        });
-        this.ready = entry;
-      },
-      () => {
-        this.readyStarting = false;
-      },
-    );
-  }
-
-  private async spawnShell(
-    size: PtySize,
-    user: string,
-    env: Record<string, string>,
-    buffered = false,
-  ): Promise<PtyHandle> {
+  private async spawnShell(size: PtySize, user: string, env: Record<string, string>): Promise<PtyHandle> {
     await this.started.catch(() => {});
     if (this.booting) await this.booting;
     const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
@@ -629,7 +566,7 @@ export class LocalDriver implements BoardDriver {
     } as pty.IPtyForkOptions);
     this.ptys.add(p);
     p.onExit(() => this.ptys.delete(p));
-    return buffered ? bufferedPtyHandle(p) : ptyHandle(p);
+    return ptyHandle(p);
   }
 
   async openSerial(size: PtySize): Promise<PtyHandle> {
@@ -1036,50 +973,6 @@ function isAlive(pid: number): boolean {
 }
 
 /** node-pty's terminal as the driver's PtyHandle. */
-/** A ready shell's output before it is handed out: a prompt, bounded in case the board prints more. */
-const READY_BUFFER_MAX = 64 * 1024;
-/** A ready shell nobody took for this long is closed. */
-const READY_IDLE_MS = 10 * 60_000;
-
-/**
- * A PTY whose output is kept from its start until the first onData listener, which gets it first (in
- * order, before anything newer), then live like ptyHandle's.
- */
-export function bufferedPtyHandle(p: pty.IPty): PtyHandle {
-  const base = ptyHandle(p);
-  let kept: Buffer[] | null = [];
-  let keptBytes = 0;
-  let flushing = false;
-  const listeners = new Set<(b: Buffer) => void>();
-  p.onData((chunk: string | Buffer) => {
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    if (kept) {
-      if (keptBytes + b.length <= READY_BUFFER_MAX) {
-        kept.push(b);
-        keptBytes += b.length;
-      }
-      return;
-    }
-    for (const fn of listeners) fn(b);
-  });
-  return {
-    ...base,
-    onData: (fn) => {
-      listeners.add(fn);
-      if (kept && !flushing) {
-        // After the caller has set itself up; output arriving meanwhile joins the kept part.
-        flushing = true;
-        queueMicrotask(() => {
-          const first = kept ?? [];
-          kept = null;
-          for (const b of first) for (const l of listeners) l(b);
-        });
-      }
-      return () => listeners.delete(fn);
-    },
-  };
-}
-
 export function ptyHandle(p: pty.IPty): PtyHandle {
   let exited = false;
   return {
