@@ -40,11 +40,14 @@ describe.skipIf(SKIP_E2E)('broadcast input', () => {
     svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
     browser = await launchChromium();
     const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await api(svc, token, '/api/device/request-device', {
-      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-      filterReq: {},
-      serverName: 'bcast',
-    });
+    // Two boards: the workbench's own, and a second one whose shell joins it for the last test.
+    for (const serverName of ['bcast', 'second-board']) {
+      await api(svc, token, '/api/device/request-device', {
+        requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
+        filterReq: {},
+        serverName,
+      });
+    }
     ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     await ctx.addCookies([
       { name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' },
@@ -238,5 +241,56 @@ describe.skipIf(SKIP_E2E)('broadcast input', () => {
     await pane(a).getByTestId('broadcast-stop-all').click();
     await waitMarked(a, null);
     await waitMarked(b, null);
+  });
+
+  it('opens a shell of another held board in a tab, and broadcasts to both boards', async () => {
+    // Keyboard only: the palette asks which board; the shell opens in a new tab named after it.
+    await focusShell(a);
+    await console_.waitForApp();
+    await page.keyboard.press('Control+k');
+    await page.waitForFunction(() => document.activeElement?.hasAttribute('cmdk-input') ?? false);
+    await page.keyboard.type('Open a shell on another board');
+    await page
+      .locator('[cmdk-item][data-selected="true"][data-command="workbench.shellOnBoard"]')
+      .waitFor({ timeout: 5_000 });
+    await page.keyboard.press('Enter');
+    // Only boards other than the workbench's are offered.
+    await page.locator('[cmdk-item]', { hasText: 'second-board' }).waitFor({ timeout: 5_000 });
+    expect(await page.locator('[cmdk-item]', { hasText: /^bcast/ }).count()).toBe(0);
+    await page.keyboard.type('second');
+    await page.keyboard.press('Enter');
+    await page.locator('[cmdk-input]').waitFor({ state: 'detached' });
+    const tab = page.getByTestId('shell-tab').filter({ hasText: 'second-board · Shell 1' });
+    await tab.waitFor({ timeout: 10_000 });
+    await wb.waitForLiveTerminals(1);
+    const d = (await wb.terminals().first().getAttribute('data-shell-id')) as string;
+    expect([a, b]).not.toContain(d);
+
+    // Every open shell joins: two of this board, one of the other.
+    await focusShell(d);
+    await palette('Broadcast input to every open shell', 'workbench.broadcastAll');
+    await waitMarked(d, 'Broadcasting to 3 shells');
+    await page.waitForFunction(
+      (sid) => !!document.querySelector(`[data-shell-id="${sid}"]`)?.contains(document.activeElement),
+      d,
+    );
+    await page.keyboard.type('echo on-$(hostname)-$((8*8))');
+    await page.keyboard.press('Enter');
+    await waitText(d, '-64');
+    const hostOf = async (id: string) => /on-(\S+)-64/.exec(await textOf(id))?.[1] ?? null;
+    const there = await hostOf(d);
+    await page.keyboard.press('Control+Alt+PageUp');
+    await wb.waitForLiveTerminals(2);
+    await waitText(a, '-64');
+    await waitText(b, '-64');
+    const here = await hostOf(a);
+    // The same keys ran on both boards: two different hosts answered.
+    expect(here).toBeTruthy();
+    expect(there).toBeTruthy();
+    expect(there).not.toBe(here);
+    expect(await hostOf(b)).toBe(here);
+    await page.screenshot({ path: path.join(SHOTS, 'broadcast-two-boards-light-en.png') });
+    await pane(a).getByTestId('broadcast-stop-all').click();
+    await waitMarked(a, null);
   });
 });

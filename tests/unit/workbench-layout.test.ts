@@ -4,8 +4,11 @@ import {
   addTab,
   defaultLayout,
   parseLayout,
+  rememberClosed,
   removeSlot,
   renameTab,
+  reopenLastClosed,
+  slotApply,
   splitActive,
   workbench,
 } from '#web/workbench/store.ts';
@@ -120,5 +123,50 @@ describe('shell tab names', () => {
     expect(parseLayout(saved('a\u0007b')).tabs[0].title).toBeUndefined();
     expect(parseLayout(saved(42)).tabs[0].title).toBeUndefined();
     expect(parseLayout(saved('y'.repeat(80))).tabs[0].title).toBeUndefined();
+  });
+});
+
+describe('shells of other boards', () => {
+  const other = { applyId: 'apply-b', deviceId: 'dev-b', serverName: 'board b' };
+
+  it('opens on the given board, splits on the board of the shell it splits, and keeps the board closed', () => {
+    workbench.layout = defaultLayout();
+    const own = addTab('login');
+    const foreign = addTab('login', other);
+    expect(slotApply(own, 'apply-a')).toBe('apply-a');
+    expect(slotApply(foreign, 'apply-a')).toBe('apply-b');
+    const split = splitActive('login');
+    expect(split.board).toEqual(other);
+    expect(split.board).not.toBe(foreign.board);
+    // Closed and reopened, a shell of another board comes back on that board.
+    rememberClosed([foreign.id, split.id]);
+    removeSlot(foreign.id);
+    removeSlot(split.id);
+    const back = reopenLastClosed();
+    expect(back?.board).toEqual(other);
+    expect(workbench.layout.tabs.flatMap((t) => t.slots).filter((s) => s.board)).toHaveLength(2);
+  });
+
+  it('keeps the board of a saved shell through a reload, and drops a malformed one', () => {
+    const saved = (board: unknown) =>
+      JSON.stringify({
+        version: 1,
+        show: {},
+        groups: {},
+        applyId: 'a',
+        tabs: [{ id: 't', slots: [{ id: 's', kind: 'login', clientId: 'c', board }], activeSlot: 's' }],
+        activeTab: 't',
+      });
+    expect(parseLayout(saved(other)).tabs[0].slots[0].board).toEqual(other);
+    for (const bad of [
+      null,
+      'apply-b',
+      { ...other, applyId: '' },
+      { ...other, deviceId: 7 },
+      { applyId: 'x' },
+    ]) {
+      expect(parseLayout(saved(bad)).tabs[0].slots[0].board).toBeUndefined();
+    }
+    expect(parseLayout(saved({ ...other, applyId: 'x'.repeat(65) })).tabs[0].slots[0].board).toBeUndefined();
   });
 });

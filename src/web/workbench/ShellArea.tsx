@@ -58,7 +58,7 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
   useEffect(
     () =>
       installShellOps({
-        newShell: (kind) => focusLater(addTab(kind).id),
+        newShell: (kind, board) => focusLater(addTab(kind, board).id),
         split: () => {
           const cur = focusedSlot();
           if (cur) setActiveSlot(cur.id);
@@ -109,12 +109,16 @@ export function ShellArea({ applyId, deviceId }: { applyId: string; deviceId: st
     if (workbench.layout.tabs.length === 0) addTab('login');
   }, []);
 
-  const counters = { login: 0, serial: 0 };
+  // Shells are numbered per board and kind; a shell of another board carries that board's name.
+  const counters = new Map<string, number>();
   const labels = new Map<string, string>();
   for (const tab of tabs) {
     for (const s of tab.slots) {
-      counters[s.kind]++;
-      labels.set(s.id, t(s.kind === 'serial' ? 'shells.serial' : 'shells.shell', { n: counters[s.kind] }));
+      const key = `${s.board?.deviceId ?? ''}:${s.kind}`;
+      const n = (counters.get(key) ?? 0) + 1;
+      counters.set(key, n);
+      const label = t(s.kind === 'serial' ? 'shells.serial' : 'shells.shell', { n });
+      labels.set(s.id, s.board ? t('shells.ofBoard', { board: s.board.serverName, shell: label }) : label);
     }
   }
 

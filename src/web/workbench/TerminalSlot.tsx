@@ -15,7 +15,7 @@ import { ShellShareBar } from '#web/share/ShellShareBar.tsx';
 import { disposeShell } from '#web/terminal/registry.ts';
 import { TerminalPane, type TerminalPaneHandle } from '#web/terminal/TerminalPane.tsx';
 import { BroadcastBar, BroadcastFrame } from './BroadcastMarks.tsx';
-import { type ShellSlot, setClientId } from './store.ts';
+import { type ShellSlot, setClientId, slotApply } from './store.ts';
 
 const applyShell = shellCalls.find((c) => c.name === 'applyDeviceShell') as Extract<
   (typeof shellCalls)[number],
@@ -43,7 +43,9 @@ export function restartSlot(applyId: string, slot: ShellSlot): void {
   if (!old) return;
   handles.delete(slot.id);
   disposeShell(old);
-  void call(unapplyShell, { applyId, clientId: old }, { silent: true }).catch(() => {});
+  void call(unapplyShell, { applyId: slotApply(slot, applyId), clientId: old }, { silent: true }).catch(
+    () => {},
+  );
   setClientId(slot.id, null);
 }
 
@@ -57,7 +59,7 @@ export async function closeShell(applyId: string, slot: ShellSlot): Promise<void
   if (!clientId) return;
   disposeShell(clientId);
   try {
-    await call(unapplyShell, { applyId, clientId }, { silent: true });
+    await call(unapplyShell, { applyId: slotApply(slot, applyId), clientId }, { silent: true });
   } catch {
     // Already closed (apply ended, board reset): nothing left to close.
   }
@@ -66,7 +68,9 @@ export async function closeShell(applyId: string, slot: ShellSlot): Promise<void
 function openShell(applyId: string, slot: ShellSlot): Promise<string> {
   let p = opening.get(slot.id);
   if (!p) {
-    p = call(applyShell, { applyId, shellType: slot.kind }, { silent: true }).then((r) => r.clientId);
+    p = call(applyShell, { applyId: slotApply(slot, applyId), shellType: slot.kind }, { silent: true }).then(
+      (r) => r.clientId,
+    );
     opening.set(slot.id, p);
     p.then(
       (id) => {
@@ -98,7 +102,7 @@ export function TerminalSlot({
   // A shell asked for while the board resets or flashes cannot open; it opens by itself once the
   // board is back, instead of waiting for a Retry.
   useSnapshot(leases);
-  const boardState = leaseOf(deviceId)?.boardState;
+  const boardState = leaseOf(slot.board?.deviceId ?? deviceId)?.boardState;
   // biome-ignore lint/correctness/useExhaustiveDependencies: only the board coming back retries.
   useEffect(() => {
     if (error && boardState === 'leased') setAttempt((a) => a + 1);

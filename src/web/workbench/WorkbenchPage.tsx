@@ -19,7 +19,6 @@ import {
   forgetApply,
   leaseOf,
   leases,
-  leaveApply,
   loadLeases,
   messageOf,
   powerReset,
@@ -48,6 +47,7 @@ import { notify } from '#web/state/notices.ts';
 import { session } from '#web/state/session.ts';
 import { readApplyInfo } from '#web/state/storage.ts';
 import { stopBroadcast } from '#web/terminal/broadcast.ts';
+import { leaveWorkbench } from './close-shells.ts';
 import { installWorkbenchCommands, workbenchUi } from './commands.ts';
 import { KeyRow } from './KeyRow.tsx';
 import { useWorkbenchKeys } from './keys.ts';
@@ -627,7 +627,7 @@ function WorkbenchHeader({
 
   const leave = async () => {
     try {
-      await leaveApply(applyId, deviceId);
+      await leaveWorkbench(applyId, deviceId);
       notify('info', t('leave.done', { name }));
       navigate('/mainboard');
     } catch (err) {

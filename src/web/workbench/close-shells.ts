@@ -6,7 +6,8 @@
 import { proxy } from 'valtio';
 import { type ShellJob, shellCalls } from '#shared/shells.ts';
 import { call } from '#web/api/http.ts';
-import { rememberClosed, removeSlot, type ShellSlot, workbench } from './store.ts';
+import { leaveApply } from '#web/boards/store.ts';
+import { rememberClosed, removeSlot, type ShellSlot, slotApply, workbench } from './store.ts';
 import { closeShell, focusSlot } from './TerminalSlot.tsx';
 
 const jobCall = shellCalls.find((c) => c.name === 'deviceShellJob') as Extract<
@@ -35,7 +36,11 @@ function slotsOf(ids: readonly string[]): ShellSlot[] {
 async function jobOf(applyId: string, slot: ShellSlot): Promise<ShellJob | null> {
   if (slot.kind !== 'login' || !slot.clientId) return null;
   const timeout = new Promise<null>((r) => window.setTimeout(() => r(null), JOB_ASK_TIMEOUT_MS));
-  const asked = call(jobCall, { applyId, clientId: slot.clientId }, { silent: true }).catch(() => null);
+  const asked = call(
+    jobCall,
+    { applyId: slotApply(slot, applyId), clientId: slot.clientId },
+    { silent: true },
+  ).catch(() => null);
   return Promise.race([asked, timeout]);
 }
 
@@ -104,4 +109,14 @@ export function answerClose(confirm: boolean): void {
     // After the dialog has given the focus back to where it was when it opened.
     window.setTimeout(() => focusSlot(back), 0);
   }
+}
+
+/**
+ * Leaving the workbench ends its apply (and with it the shells of its own board); the shells it had
+ * opened on other boards are closed here, since their applies stay open (see store.ts, SlotBoard).
+ */
+export async function leaveWorkbench(applyId: string, deviceId: string): Promise<void> {
+  const others = workbench.layout.tabs.flatMap((t) => t.slots.filter((s) => s.board));
+  await Promise.all(others.map((s) => closeShell(applyId, s)));
+  await leaveApply(applyId, deviceId);
 }

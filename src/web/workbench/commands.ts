@@ -4,13 +4,16 @@
 // (src/shared/keymap.ts; the palette looks it up by id), the one keys.ts binds.
 import { proxy } from 'valtio';
 import type { KeymapAction } from '#shared/keymap.ts';
-import { leases, leaveApply, messageOf } from '#web/boards/store.ts';
+import { call } from '#web/api/http.ts';
+import { heldBoardChoices } from '#web/boards/choices.ts';
+import { Calls, leases, messageOf } from '#web/boards/store.ts';
 import { t } from '#web/i18n/i18n.ts';
 import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { stepTermFont } from '#web/state/app.ts';
 import { notify } from '#web/state/notices.ts';
 import { broadcast } from '#web/terminal/broadcast.ts';
 import { stopAllBroadcast } from './broadcast-slots.ts';
+import { leaveWorkbench } from './close-shells.ts';
 import { focusLastTerminal, focusPaneElement, moveFocus } from './focus.ts';
 import { resizeFocused, swapFocused } from './pane-keys.ts';
 import { shellOps } from './shell-ops.ts';
@@ -103,7 +106,8 @@ export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
       | 'renameTab'
       | 'broadcastTab'
       | 'broadcastAll'
-      | 'stopBroadcast',
+      | 'stopBroadcast'
+      | 'shellOnBoard',
     run: PaletteCommand['run'],
     icon?: PaletteCommand['icon'],
   ): PaletteCommand => ({
@@ -166,6 +170,28 @@ export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
       'broadcastAll',
       later(() => shellOps.broadcastAll()),
     ),
+    {
+      // A shell of another held board in a tab of this workbench, so broadcast input reaches several
+      // boards (the workbench itself stays on its own board: files, editor, load and actions).
+      ...c('shellOnBoard', async (_p, { deviceId }) => {
+        try {
+          const r = await call(Calls.applyDevice, { deviceId }, { silent: true });
+          const board = { applyId: r.applyId, deviceId, serverName: r.deviceDto.serverName };
+          window.setTimeout(() => shellOps.newShell('login', board), 0);
+        } catch (err) {
+          notify('error', t('workbench:palette.shellOnBoardFailed', { error: messageOf(err) }));
+        }
+      }),
+      icon: 'terminal',
+      when: () => heldBoardChoices().some((o) => o.value !== ctx.deviceId),
+      args: [
+        {
+          key: 'deviceId',
+          promptKey: 'workbench:palette.shellOnBoardPrompt',
+          options: () => heldBoardChoices().filter((o) => o.value !== ctx.deviceId),
+        },
+      ],
+    },
     {
       ...c('stopBroadcast', () => stopAllBroadcast()),
       when: () => broadcast.members.length > 0,
@@ -287,7 +313,7 @@ export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
       'leave',
       async (p) => {
         try {
-          await leaveApply(ctx.applyId, ctx.deviceId);
+          await leaveWorkbench(ctx.applyId, ctx.deviceId);
           p.navigate('/mainboard');
         } catch (err) {
           notify('error', t('workbench:leave.failed', { error: messageOf(err) }));

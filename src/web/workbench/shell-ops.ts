@@ -2,10 +2,11 @@
 // ones; until it mounts (or after it unmounts) they do nothing, except the terminal theme, which is a
 // cookie-backed preference that does not need a shell to exist.
 import { appState, setDarkTermTheme } from '#web/state/app.ts';
-import type { ShellKind } from './store.ts';
+import type { ShellKind, SlotBoard } from './store.ts';
 
 export interface ShellOps {
-  newShell: (kind: ShellKind) => void;
+  /** A new tab with a shell of the workbench's board, or of another held board when given. */
+  newShell: (kind: ShellKind, board?: SlotBoard) => void;
   split: () => void;
   /** Closes the focused shell, asking first when it runs a foreground job (close-shells.ts). */
   closeFocused: () => void;

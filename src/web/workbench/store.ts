@@ -10,12 +10,39 @@ import type { ShellType } from '#shared/shells.ts';
 
 export type ShellKind = ShellType;
 
+/**
+ * Another held board whose shell sits in this workbench (for broadcast input across boards), reached
+ * through the user's apply on it. That apply is the same one a workbench of that board uses (one open
+ * apply per user and lease), so closing such a shell closes the shell only, never the apply.
+ */
+export interface SlotBoard {
+  applyId: string;
+  deviceId: string;
+  /** The board's name as its lease calls it (tab labels). */
+  serverName: string;
+}
+
 export interface ShellSlot {
   /** Stable id of the slot in the layout (panel ids, focus). */
   id: string;
   kind: ShellKind;
   /** The server's clientId once the shell is open; resumed after a reload. */
   clientId: string | null;
+  /** Absent: a shell of the workbench's own board. */
+  board?: SlotBoard;
+}
+
+/** The apply a slot's shell belongs to: its own board's, else the workbench's. */
+export function slotApply(slot: Pick<ShellSlot, 'board'>, applyId: string): string {
+  return slot.board?.applyId ?? applyId;
+}
+
+function parseSlotBoard(v: unknown): SlotBoard | undefined {
+  if (!v || typeof v !== 'object') return undefined;
+  const o = v as Record<string, unknown>;
+  const ok = (x: unknown, max: number) => typeof x === 'string' && x.length > 0 && x.length <= max;
+  if (!ok(o.applyId, 64) || !ok(o.deviceId, 64) || !ok(o.serverName, 200)) return undefined;
+  return { applyId: o.applyId as string, deviceId: o.deviceId as string, serverName: o.serverName as string };
 }
 
 export interface ShellTab {
@@ -104,11 +131,15 @@ export function parseLayout(raw: string | null): WorkbenchLayout {
       if (!tab || typeof tab.id !== 'string' || !Array.isArray(tab.slots)) continue;
       const slots = tab.slots
         .filter((s) => s && typeof s.id === 'string' && (s.kind === 'login' || s.kind === 'serial'))
-        .map((s) => ({
-          id: s.id,
-          kind: s.kind,
-          clientId: typeof s.clientId === 'string' ? s.clientId : null,
-        }));
+        .map((s) => {
+          const board = parseSlotBoard(s.board);
+          return {
+            id: s.id,
+            kind: s.kind,
+            clientId: typeof s.clientId === 'string' ? s.clientId : null,
+            ...(board ? { board } : {}),
+          };
+        });
       if (slots.length === 0) continue;
       const activeSlot = slots.some((s) => s.id === tab.activeSlot) ? tab.activeSlot : slots[0].id;
       const title =
@@ -184,9 +215,14 @@ export function activeTab(): ShellTab | undefined {
   return l.tabs.find((t) => t.id === l.activeTab);
 }
 
-/** A new tab with one shell (or serial console); answers the new slot. */
-export function addTab(kind: ShellKind): ShellSlot {
-  const slot: ShellSlot = { id: newId('sh'), kind, clientId: null };
+/** A new tab with one shell (or serial console), of another board when given; answers the new slot. */
+export function addTab(kind: ShellKind, board?: SlotBoard): ShellSlot {
+  const slot: ShellSlot = {
+    id: newId('sh'),
+    kind,
+    clientId: null,
+    ...(board ? { board: { ...board } } : {}),
+  };
   const tab: ShellTab = { id: newId('tab'), slots: [slot], activeSlot: slot.id };
   workbench.layout.tabs.push(tab);
   workbench.layout.activeTab = tab.id;
@@ -197,8 +233,15 @@ export function addTab(kind: ShellKind): ShellSlot {
 export function splitActive(kind: ShellKind = 'login'): ShellSlot {
   const tab = activeTab();
   if (!tab) return addTab(kind);
-  const slot: ShellSlot = { id: newId('sh'), kind, clientId: null };
   const at = tab.slots.findIndex((s) => s.id === tab.activeSlot);
+  // A split opens on the board of the shell it splits.
+  const board = tab.slots[at]?.board;
+  const slot: ShellSlot = {
+    id: newId('sh'),
+    kind,
+    clientId: null,
+    ...(board ? { board: { ...board } } : {}),
+  };
   tab.slots.splice(at + 1, 0, slot);
   tab.activeSlot = slot.id;
   // The split's sizes were for fewer panels: let them share the width evenly again.
@@ -298,8 +341,8 @@ export interface ClosedShell {
   tabId: string;
   tabIndex: number;
   title?: string;
-  /** Kinds and places in the split, in order. */
-  slots: { kind: ShellKind; index: number }[];
+  /** Kinds, boards and places in the split, in order. */
+  slots: { kind: ShellKind; index: number; board?: SlotBoard }[];
 }
 
 /** How many closed shells are remembered. */
@@ -312,7 +355,9 @@ export function closedEntry(layout: WorkbenchLayout, slotIds: readonly string[])
   const tabIndex = layout.tabs.findIndex((t) => t.slots.some((s) => slotIds.includes(s.id)));
   if (tabIndex < 0) return null;
   const tab = layout.tabs[tabIndex];
-  const slots = tab.slots.flatMap((s, index) => (slotIds.includes(s.id) ? [{ kind: s.kind, index }] : []));
+  const slots = tab.slots.flatMap((s, index) =>
+    slotIds.includes(s.id) ? [{ kind: s.kind, index, ...(s.board ? { board: { ...s.board } } : {}) }] : [],
+  );
   const whole = slots.length === tab.slots.length;
   return { tabId: tab.id, tabIndex, ...(whole && tab.title ? { title: tab.title } : {}), slots };
 }
@@ -323,7 +368,7 @@ export function closedEntry(layout: WorkbenchLayout, slotIds: readonly string[])
  */
 export function reopenInto(layout: WorkbenchLayout, entry: ClosedShell): ShellSlot[] {
   const made = entry.slots.map((s) => ({
-    slot: { id: newId('sh'), kind: s.kind, clientId: null },
+    slot: { id: newId('sh'), kind: s.kind, clientId: null, ...(s.board ? { board: { ...s.board } } : {}) },
     index: s.index,
   }));
   if (made.length === 0) return [];
