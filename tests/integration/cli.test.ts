@@ -295,6 +295,99 @@ describe('the bianbu cli', () => {
       }
     }, 240_000);
 
+    it('cp: a download cut by the network resumes where it stopped when run again', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-resume-'));
+      // A proxy between the cli and the service that counts what each connection brings back, and
+      // cuts the first connection that has brought more than `cutAfter` bytes (the download).
+      let cutAfter = Number.POSITIVE_INFINITY;
+      let largest = 0;
+      const target = new URL(env.url);
+      const proxy = net.createServer((client) => {
+        const up = net.connect(Number(target.port), target.hostname);
+        let seen = 0;
+        up.on('data', (d: Buffer) => {
+          seen += d.length;
+          largest = Math.max(largest, seen);
+          if (seen > cutAfter) {
+            cutAfter = Number.POSITIVE_INFINITY;
+            client.destroy();
+            up.destroy();
+            return;
+          }
+          client.write(d);
+        });
+        client.on('data', (d) => up.write(d));
+        client.on('error', () => up.destroy());
+        up.on('error', () => client.destroy());
+        client.on('close', () => up.destroy());
+        up.on('close', () => client.destroy());
+      });
+      await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+      const port = (proxy.address() as net.AddressInfo).port;
+      const viaProxy = { extraEnv: { BIANBU_URL: `http://127.0.0.1:${port}` }, timeoutMs: 120_000 };
+      try {
+        const size = 24 << 20;
+        const made = await bianbu([
+          'exec',
+          'b3',
+          '--',
+          'sh',
+          '-c',
+          `head -c ${size} /dev/urandom > /root/resume.bin`,
+        ]);
+        expect(made.code).toBe(0);
+        const local = path.join(dir, 'resume.bin');
+        cutAfter = 9 << 20;
+        const cut = await bianbu(['cp', 'b3:/root/resume.bin', local], viaProxy);
+        expect(cut.code).toBe(7);
+        expect(cut.stderr).toContain('run the same command again to resume');
+        const kept = fs.statSync(`${local}.bianbu-part`).size;
+        expect(kept).toBeGreaterThan(4 << 20);
+        expect(kept).toBeLessThan(size);
+        expect(fs.existsSync(local)).toBe(false);
+
+        // Run again: only the rest crosses the network, and the whole file matches the board's sha256.
+        largest = 0;
+        const again = await bianbu(['cp', '--json', 'b3:/root/resume.bin', local], viaProxy);
+        expect(again.stderr).toBe('');
+        expect(again.code).toBe(0);
+        expect(JSON.parse(again.stdout)).toMatchObject({ verified: true, files: [{ size }] });
+        expect(largest).toBeLessThan(size - kept + (1 << 20));
+        expect(largest).toBeGreaterThan(size - kept);
+        expect(fs.existsSync(`${local}.bianbu-part`)).toBe(false);
+        expect(fs.existsSync(`${local}.bianbu-part.json`)).toBe(false);
+        const sum = await bianbu(['exec', 'b3', '--', 'sha256sum', '/root/resume.bin']);
+        expect(sum.stdout.split(' ')[0]).toBe(
+          crypto.createHash('sha256').update(fs.readFileSync(local)).digest('hex'),
+        );
+
+        // A part of a file that has changed since is not spliced: the whole new file comes.
+        fs.rmSync(local);
+        cutAfter = 9 << 20;
+        expect((await bianbu(['cp', 'b3:/root/resume.bin', local], viaProxy)).code).toBe(7);
+        expect(
+          (
+            await bianbu([
+              'exec',
+              'b3',
+              '--',
+              'sh',
+              '-c',
+              'sleep 1; head -c 1000 /dev/urandom >> /root/resume.bin',
+            ])
+          ).code,
+        ).toBe(0);
+        largest = 0;
+        const changed = await bianbu(['cp', '--json', 'b3:/root/resume.bin', local], viaProxy);
+        expect(changed.code).toBe(0);
+        expect(JSON.parse(changed.stdout)).toMatchObject({ verified: true, files: [{ size: size + 1000 }] });
+        expect(largest).toBeGreaterThan(size);
+      } finally {
+        proxy.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }, 240_000);
+
     it('shell: an interactive shell through a pseudo-terminal, resized', async () => {
       const pty = await import('node-pty');
       const term = pty.spawn(process.execPath, ['bin/bianbu.mjs', 'shell', 'b1'], {

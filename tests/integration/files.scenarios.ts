@@ -574,6 +574,54 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
       }
     });
 
+    it('resumes a download from an offset (Range with If-Range), and sends it all when the file changed', async () => {
+      const data = crypto.randomBytes(3 * 1024 * 1024 + 17);
+      writeOnBoard('/home/user/resume.bin', data);
+      const get = (headers: Record<string, string>) =>
+        (lab.settle(), lab.t.app).inject({
+          method: 'POST',
+          url: '/api/device/downloadFile',
+          payload: { deviceId: h.deviceId, filePath: '/home/user/resume.bin' },
+          headers: { ...h.user.headers, applyaccess: h.applyId, ...headers },
+        });
+      const full = await get({});
+      expect(full.statusCode).toBe(200);
+      expect(full.headers['accept-ranges']).toBe('bytes');
+      const etag = String(full.headers.etag);
+      expect(etag).toMatch(/^"[0-9a-f]+-[0-9a-f]+"$/);
+      expect(sha(full.rawPayload)).toBe(sha(data));
+
+      // The rest from an offset inside the SFTP read size and one past it, and a closed range.
+      for (const from of [1, 200_001, data.length - 1]) {
+        const part = await get({ range: `bytes=${from}-`, 'if-range': etag });
+        expect(part.statusCode, `from ${from}`).toBe(206);
+        expect(part.headers['content-range']).toBe(`bytes ${from}-${data.length - 1}/${data.length}`);
+        expect(Number(part.headers['content-length'])).toBe(data.length - from);
+        expect(sha(part.rawPayload), `from ${from}`).toBe(sha(data.subarray(from)));
+      }
+      const mid = await get({ range: 'bytes=1000-1999' });
+      expect(mid.statusCode).toBe(206);
+      expect(mid.rawPayload.equals(data.subarray(1000, 2000))).toBe(true);
+      // Past the end: 416 with the size; ranges this does not serve: the whole file.
+      const past = await get({ range: `bytes=${data.length}-` });
+      expect(past.statusCode).toBe(416);
+      expect(past.headers['content-range']).toBe(`bytes */${data.length}`);
+      for (const range of ['bytes=0-1,5-9', 'bytes=-100', 'items=0-', 'bytes=9-3', 'bytes=x-']) {
+        const all = await get({ range });
+        expect(all.statusCode, range).toBe(200);
+        expect(all.rawPayload.length, range).toBe(data.length);
+      }
+      // The file changed on the board (a new size and time): If-Range no longer matches, so it comes
+      // whole rather than a stale part spliced onto new bytes.
+      const changed = Buffer.concat([data, Buffer.from('appended')]);
+      writeOnBoard('/home/user/resume.bin', changed);
+      fs.utimesSync(onBoard('/home/user/resume.bin'), new Date(), new Date(Date.now() + 5_000));
+      const after = await get({ range: 'bytes=100-', 'if-range': etag });
+      expect(after.statusCode).toBe(200);
+      expect(String(after.headers.etag)).not.toBe(etag);
+      expect(sha(after.rawPayload)).toBe(sha(changed));
+    });
+
     it('downloads a folder as a tar archive of its files, with symlinks as links and never their targets’ content', async () => {
       writeOnBoard('/home/user/pack/a.txt', 'alpha');
       writeOnBoard('/home/user/pack/sub/b.txt', 'beta');

@@ -83,9 +83,14 @@ class Progress {
 }
 
 /** Counts and hashes bytes passing through. */
-function hashing(progress: Progress, onDone: (hex: string, size: number) => void): Transform {
-  const h = crypto.createHash('sha256');
-  let size = 0;
+/** Hashes and counts what passes; `seed` carries the hash and size of bytes already there (a resume). */
+function hashing(
+  progress: Progress,
+  onDone: (hex: string, size: number) => void,
+  seed?: { hash: crypto.Hash; size: number },
+): Transform {
+  const h = seed?.hash ?? crypto.createHash('sha256');
+  let size = seed?.size ?? 0;
   return new Transform({
     transform(chunk: Buffer, _e, cb) {
       h.update(chunk);
@@ -323,6 +328,41 @@ async function upload(ctx: Ctx, sources: string[], dest: Remote, verify: boolean
   return [...hashes].map(([p, h]) => ({ path: `${dest.board}:${p}`, size: sizes.get(p) ?? 0, sha256: h }));
 }
 
+/** What a `.bianbu-part` file was downloaded from (kept beside it as `.bianbu-part.json`). */
+interface PartInfo {
+  deviceId: string;
+  path: string;
+  size: number;
+  etag: string;
+}
+
+/**
+ * Whether an interrupted download of this file can go on: a part file from the same board path with
+ * its validator, shorter than the file. The service decides with If-Range whether the file is still
+ * that version; if not, it sends the whole file and the part is overwritten.
+ */
+function resumable(
+  tmp: string,
+  deviceId: string,
+  boardPath: string,
+  size: number,
+): { have: number; etag: string } | null {
+  try {
+    const info = JSON.parse(fs.readFileSync(`${tmp}.json`, 'utf8')) as Partial<PartInfo>;
+    const have = fs.statSync(tmp).size;
+    if (info.deviceId !== deviceId || info.path !== boardPath || typeof info.etag !== 'string') return null;
+    if (info.size !== size || have <= 0 || have >= size) return null;
+    return { have, etag: info.etag };
+  } catch {
+    return null;
+  }
+}
+
+function contentRangeStart(res: http.IncomingMessage): number | null {
+  const m = /^bytes (\d+)-\d+\/\d+$/.exec(String(res.headers['content-range'] ?? ''));
+  return m ? Number(m[1]) : null;
+}
+
 async function download(ctx: Ctx, src: Remote, dest: string, verify: boolean): Promise<Copied[]> {
   const lease = await resolveHeld(ctx, src.board);
   const applyId = await applyFor(ctx, lease);
@@ -335,11 +375,20 @@ async function download(ctx: Ctx, src: Remote, dest: string, verify: boolean): P
     const list = await ctx.call(F.fileBrowser, { applyId, path: parent }, { applyId });
     size = list.entries.find((e) => e.path === src.path)?.size ?? 0;
   }
+  const base = src.path.slice(src.path.lastIndexOf('/') + 1) || 'root';
+  const destIsDir = fs.statSync(dest, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  const target = destIsDir ? path.join(dest, base) : dest;
+  const tmp = `${target}.bianbu-part`;
+  const resume = type === 'file' ? resumable(tmp, lease.deviceId, src.path, size) : null;
   let res: http.IncomingMessage;
   try {
     res = await request(
       new URL(F.downloadFile.path, ctx.cfg.url),
-      { ...authHeaders(ctx.cfg, applyId), 'content-type': 'application/json' },
+      {
+        ...authHeaders(ctx.cfg, applyId),
+        'content-type': 'application/json',
+        ...(resume ? { range: `bytes=${resume.have}-`, 'if-range': resume.etag } : {}),
+      },
       JSON.stringify({ deviceId: lease.deviceId, filePath: src.path }),
     );
   } catch (e) {
@@ -352,25 +401,41 @@ async function download(ctx: Ctx, src: Remote, dest: string, verify: boolean): P
     const env = await readAnswer(res, 'downloadFile');
     throw envelopeError(env, 'downloadFile');
   }
-  const base = src.path.slice(src.path.lastIndexOf('/') + 1) || 'root';
-  const destIsDir = fs.statSync(dest, { throwIfNoEntry: false })?.isDirectory() ?? false;
-  const target = destIsDir ? path.join(dest, base) : dest;
   const progress = new Progress(ctx, size || Number(res.headers['content-length']) || 0, `← ${src.board}`);
   const local = new Map<string, string>();
   const copied: Copied[] = [];
   const body = res;
   try {
     if (type === 'file') {
-      const tmp = `${target}.bianbu-part`;
-      await pipeline(
-        body,
-        hashing(progress, (h, n) => {
+      // 206: the service sends the rest of the same version of the file (its ETag matched If-Range);
+      // the bytes already here are hashed first, then the rest is appended. 200: from the start.
+      const from =
+        res.statusCode === 206 && resume && contentRangeStart(res) === resume.have ? resume.have : 0;
+      const etag = typeof res.headers.etag === 'string' ? res.headers.etag : null;
+      if (etag)
+        fs.writeFileSync(
+          `${tmp}.json`,
+          JSON.stringify({ deviceId: lease.deviceId, path: src.path, size, etag } satisfies PartInfo),
+          { mode: 0o600 },
+        );
+      let seed: { hash: crypto.Hash; size: number } | undefined;
+      if (from > 0) {
+        seed = { hash: crypto.createHash('sha256'), size: from };
+        for await (const c of fs.createReadStream(tmp, { end: from - 1 }) as AsyncIterable<Buffer>)
+          seed.hash.update(c);
+        progress.add(from);
+      }
+      const hash = hashing(
+        progress,
+        (h, n) => {
           local.set(src.path, h);
           copied.push({ path: target, size: n, sha256: h });
-        }),
-        fs.createWriteStream(tmp),
+        },
+        seed,
       );
+      await pipeline(body, hash, fs.createWriteStream(tmp, from > 0 ? { flags: 'r+', start: from } : {}));
       fs.renameSync(tmp, target);
+      fs.rmSync(`${tmp}.json`, { force: true });
     } else {
       // The tar's top entry is the folder's own name; it lands as `target`.
       const extract = tar.extract();
@@ -412,7 +477,11 @@ async function download(ctx: Ctx, src: Remote, dest: string, verify: boolean): P
     }
   } catch (e) {
     if (e instanceof CliError) throw e;
-    throw fromNetworkError(e, 'downloadFile');
+    const err = fromNetworkError(e, 'downloadFile');
+    // What arrived stays in the part file: the same command continues from there.
+    if (type === 'file' && fs.existsSync(`${tmp}.json`))
+      err.message += ` (${progress.done} bytes kept in ${tmp}; run the same command again to resume)`;
+    throw err;
   } finally {
     progress.stop();
   }

@@ -119,7 +119,8 @@ export interface BoardDriver {
      * A path that is not a symlink fails with `path.invalid`.
      */
     readlink(path: string): Promise<string>;
-    createReadStream(path: string): Promise<Readable>;
+    /** The file's bytes from `start` (default 0) to its end: a resumed download asks for the rest. */
+    createReadStream(path: string, opts?: { start?: number }): Promise<Readable>;
     /** Writes to a temporary file; `commit()` renames it into place, `abort()` removes it. */
     createWriteStream(
       path: string,

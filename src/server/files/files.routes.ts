@@ -62,11 +62,16 @@ export const filesFeature: Feature = {
         const apply = await app.resolveApply(ctx, {});
         if (apply.deviceId !== deviceId) throw notFound();
         ctx.apply = apply;
+        const one = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
         const out = await sendDownload(
           driverOf(app, deviceId),
           filePath,
           ctx.reply,
           app.config.BIANBU_TRANSFER_TIMEOUT_MS,
+          {
+            range: one(ctx.req.headers.range),
+            ifRange: one(ctx.req.headers['if-range']),
+          },
         );
         // The apply closing (unapply, lease end, share revoked) cuts the download where it is.
         const untrack = trackTransfer(app, apply.applyId, (err) => out.destroy(err));

@@ -251,11 +251,44 @@ function packFolder(driver: BoardDriver, dir: FileEntry, top: string): Readable 
   return pack as unknown as Readable;
 }
 
+/** A file's validator for resumed downloads: it changes when the file's size or modification time does. */
+export function fileEtag(st: Pick<FileEntry, 'size' | 'mtimeMs'>): string {
+  return `"${st.size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}"`;
+}
+
+/**
+ * The part of a file of `size` bytes a `Range` header asks for (RFC 9110 §14): one range, `bytes=N-`
+ * or `bytes=N-M`. Null means "send it all" (no header, a header this does not serve — several ranges,
+ * a suffix, another unit — or an `If-Range` naming another version); 'unsatisfiable' means N is past
+ * the end (answered 416).
+ */
+export function byteRange(
+  range: string | undefined,
+  ifRange: string | undefined,
+  size: number,
+  etag: string,
+): { start: number; end: number } | 'unsatisfiable' | null {
+  if (!range) return null;
+  if (ifRange !== undefined && ifRange !== etag) return null;
+  const m = /^bytes=(\d{1,15})-(\d{0,15})$/.exec(range.trim());
+  if (!m) return null;
+  const start = Number(m[1]);
+  const end = m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
+  if (m[2] && Number(m[2]) < start) return null;
+  if (start >= size) return 'unsatisfiable';
+  return { start, end };
+}
+
+/**
+ * Streams a file, or a folder as tar. A file answers `Accept-Ranges` and an `ETag`, and a `Range` (with
+ * `If-Range`) gets 206 and the rest of it, so an interrupted download resumes where it stopped.
+ */
 export async function sendDownload(
   driver: BoardDriver,
   filePath: string,
   reply: FastifyReply,
   timeoutMs: number,
+  headers: { range?: string; ifRange?: string } = {},
 ): Promise<Readable> {
   const path = resolvePath(filePath);
   const st = await guarded(() => driver.files.stat(path));
@@ -266,10 +299,27 @@ export async function sendDownload(
     reply.header('content-disposition', attachmentHeader(`${name}.tar`));
     pipeline(packFolder(driver, st, name), out).catch(() => {});
   } else if (st.type === 'file') {
-    const src = await guarded(() => driver.files.createReadStream(path));
-    reply.header('content-length', String(st.size));
+    const etag = fileEtag(st);
+    const part = byteRange(headers.range, headers.ifRange, st.size, etag);
+    reply.header('accept-ranges', 'bytes');
+    reply.header('etag', etag);
     reply.header('content-disposition', attachmentHeader(name));
-    pipeline(src, exactly(st.size), out).catch(() => {});
+    if (part === 'unsatisfiable') {
+      reply.code(416);
+      reply.header('content-range', `bytes */${st.size}`);
+      reply.header('content-length', '0');
+      out.end();
+      return out;
+    }
+    const start = part?.start ?? 0;
+    const length = part ? part.end - part.start + 1 : st.size;
+    const src = await guarded(() => driver.files.createReadStream(path, { start }));
+    if (part) {
+      reply.code(206);
+      reply.header('content-range', `bytes ${part.start}-${part.end}/${st.size}`);
+    }
+    reply.header('content-length', String(length));
+    pipeline(src, exactly(length), out).catch(() => {});
   } else if (st.type === 'symlink') {
     // The driver follows the link inside the board; its target's size is unknown here, so no length.
     const src = await driver.files.createReadStream(path).catch(async (err) => {

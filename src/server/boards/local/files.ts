@@ -170,14 +170,14 @@ export function localFiles(rootReal: () => string, guard: () => void): BoardDriv
         await dir?.close();
       }
     },
-    async createReadStream(p): Promise<Readable> {
+    async createReadStream(p, opts): Promise<Readable> {
       const r = await resolve(p);
       let fh: fs.promises.FileHandle | undefined;
       try {
         fh = await fs.promises.open(r.hostPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
         await assertFdWithin(rootReal(), fh.fd);
         if ((await fh.stat()).isDirectory()) throw new DriverError('path.is_a_directory', `Is a directory: ${r.boardPath}`);
-        return fh.createReadStream();
+        return fh.createReadStream({ start: Math.max(0, Math.floor(opts?.start ?? 0)) });
       } catch (err) {
         await fh?.close().catch(() => {});
         mapFsError(err, r.boardPath);

@@ -415,7 +415,7 @@ export function sftpFiles(o: SftpFilesOptions): BoardDriver['files'] {
           sftpCall<string>((cb) => sftp.readlink(t.real, cb)),
         );
       }),
-    createReadStream: (p) =>
+    createReadStream: (p, opts) =>
       op('read stream', async (sftp): Promise<Readable> => {
         const r = await real(sftp, p);
         const handle = await openToRead(sftp, r);
@@ -432,7 +432,8 @@ export function sftpFiles(o: SftpFilesOptions): BoardDriver['files'] {
           await closeHandle(sftp, handle).catch(() => {});
           throw new DriverError('path.is_a_directory', `Is a directory: ${r.board}`);
         }
-        return new SftpReadStream(sftp, handle, streamOptions(sftp, r.real, r.board, false));
+        const start = Math.max(0, Math.floor(opts?.start ?? 0));
+        return new SftpReadStream(sftp, handle, { ...streamOptions(sftp, r.real, r.board, false), start });
       }),
     createWriteStream: (p) =>
       op('write stream', async (sftp) => {

@@ -36,6 +36,8 @@ export interface HandleStreamOptions {
   inFlight?: number;
   /** Write streams: fsync@openssh.com before the close, where the server offers it. */
   fsync?: boolean;
+  /** Read streams: the offset to read from (a resumed download). */
+  start?: number;
 }
 
 /** Resolves when `count()` reaches 0 (checked whenever `wake` runs), or after `ms`. */
@@ -221,7 +223,7 @@ interface Slot {
   got?: number;
 }
 
-/** Reads from offset 0 to the server's EOF, up to `inFlight` requests at once, delivered in order. */
+/** Reads from offset `start` (0) to the server's EOF, up to `inFlight` requests at once, delivered in order. */
 export class SftpReadStream extends Readable {
   private next = 0;
   private readonly slots: Slot[] = [];
@@ -241,6 +243,7 @@ export class SftpReadStream extends Readable {
     private readonly o: HandleStreamOptions,
   ) {
     super({ highWaterMark: 1 << 20 });
+    this.next = o.start ?? 0;
     this.chunk = chunkOf(sftp, '_maxReadLen');
     this.max = o.inFlight ?? MAX_IN_FLIGHT;
     this.bulk = bulkOf(sftp);
