@@ -5,6 +5,7 @@ import { findCall } from '#shared/contract.ts';
 import type { CallDef, RequestOf, ResponseOf } from '#shared/http.ts';
 import type { LeaseDto } from '#shared/leases.ts';
 import { leaseCalls } from '#shared/leases.ts';
+import { type OwnedGroup, shareCalls } from '#shared/share.ts';
 import { type CallOpts, invoke } from './client.ts';
 import { type CliConfig, resolveConfig } from './config.ts';
 import { CliError, notFound, usage } from './errors.ts';
@@ -90,15 +91,31 @@ export async function resolveHeld(ctx: Ctx, ref: string, leases?: LeaseDto[]): P
 export interface Selector {
   all?: boolean;
   model?: string;
+  /** A share group of the caller's: the held boards they put into it. */
+  group?: string;
+}
+
+/** One of the caller's own share groups, by name. */
+export async function findOwnedGroup(ctx: Ctx, name: string): Promise<OwnedGroup> {
+  const { groups } = await ctx.call(shareCall('fetchShareInfo'), {});
+  const g = groups.find((x) => x.groupName === name.trim());
+  if (!g) throw notFound(`you have no group named "${name}" (bianbu share groups)`, 'share.group_not_found');
+  return g;
+}
+
+function shareCall<N extends (typeof shareCalls)[number]['name']>(name: N) {
+  return shareCalls.find((c) => c.name === name) as Extract<(typeof shareCalls)[number], { name: N }>;
 }
 
 /**
- * Held boards named by refs (names, ids or globs like `ci-*`), and/or a selector (--all, --model).
- * Each board once, in lease order. An exact ref that matches nothing is an error; a glob may match none.
+ * Held boards named by refs (names, ids or globs like `ci-*`), and/or a selector (--all, --model,
+ * --group). Each board once, in lease order. An exact ref that matches nothing is an error; a glob may
+ * match none.
  */
 export async function selectHeld(ctx: Ctx, refs: string[], sel: Selector = {}): Promise<LeaseDto[]> {
   const leases = await fetchLeases(ctx);
-  if (!refs.length && !sel.all && !sel.model) throw usage('name at least one board, or --all / --model');
+  if (!refs.length && !sel.all && !sel.model && !sel.group)
+    throw usage('name at least one board, or --all / --model / --group');
   const picked = new Set<LeaseDto>();
   for (const ref of refs) {
     if (isGlob(ref)) {
@@ -106,9 +123,13 @@ export async function selectHeld(ctx: Ctx, refs: string[], sel: Selector = {}): 
       for (const l of leases) if (re.test(l.serverName) || re.test(l.boardName)) picked.add(l);
     } else picked.add(await resolveHeld(ctx, ref, leases));
   }
-  if (sel.all || sel.model) {
+  const inGroup = sel.group
+    ? new Set((await findOwnedGroup(ctx, sel.group)).devices.map((d) => d.deviceId))
+    : null;
+  if (sel.all || sel.model || inGroup) {
     for (const l of leases) {
       if (sel.model && l.model.toLowerCase() !== sel.model.toLowerCase()) continue;
+      if (inGroup && !inGroup.has(l.deviceId)) continue;
       picked.add(l);
     }
   }

@@ -110,6 +110,16 @@ describe('bianbu share and bianbu queue', () => {
     expect(gone.code).toBe(4);
 
     await as(owner, ['share', 'add-board', 'team', 'mine']);
+    // --group selects the held boards the owner put into that group, and no other held board.
+    await makeBoard(t.app, { attributes: { pool: 'share', cores: 4 } });
+    json(await as(owner, ['request', 'other', '--filter', 'pool=share', '--json']));
+    const renewed = json(await as(owner, ['renew', '--group', 'team', '--duration', '7d', '--json']));
+    expect(renewed.results.map((r: { board: string; ok: boolean }) => [r.board, r.ok])).toEqual([['mine', true]]);
+    const noGroup = await as(owner, ['renew', '--group', 'nope', '--json']);
+    expect(noGroup.code).toBe(4);
+    expect(JSON.parse(noGroup.stderr).error).toMatchObject({ key: 'share.group_not_found' });
+    // A member cannot select by a group they do not own.
+    expect((await as(member, ['renew', '--group', 'team'])).code).toBe(4);
     expect(json(await as(owner, ['share', 'remove-member', 'team', 'member', '--json']))).toMatchObject({
       groupName: 'team',
       userId: member.id,

@@ -125,6 +125,7 @@ export function registerExec(program: Command): void {
     .usage('[options] BOARD... -- COMMAND [ARGS...]')
     .option('--all', 'every board you hold')
     .option('--model <model>', 'every held board of this model')
+    .option('--group <group>', 'every held board you put into this share group')
     .option('-n, --no-stdin', 'do not forward standard input (the command reads end of file)')
     .option('-P, --parallel <n>', 'boards at once when running on several', '8')
     .addHelpText(
@@ -138,6 +139,7 @@ Examples:
   tar c src | bianbu exec ci-1 -- tar x -C /root
   bianbu exec 'ci-*' -- make -C /root/app test
   bianbu exec --all --json -- cat /etc/os-release
+  bianbu exec --group lab -- systemctl restart app
 
 One board: stdout and stderr stream as they come, stdin is forwarded, and bianbu exits with the
 command's status (127: not found, 128+N: killed by signal N; 255: bianbu itself failed).
@@ -149,7 +151,7 @@ JSON (always a list, one board or many): {"results": [{"board", "deviceId", "exi
     .action(
       async (
         words: string[],
-        o: { all?: boolean; model?: string; stdin: boolean; parallel: string },
+        o: { all?: boolean; model?: string; group?: string; stdin: boolean; parallel: string },
         cmd: Command,
       ) => {
         const ctx = ctxOf(cmd);
@@ -160,9 +162,14 @@ JSON (always a list, one board or many): {"results": [{"board", "deviceId", "exi
         const argv = after;
         try {
           if (!argv.length) throw usage('give the command after --: bianbu exec BOARD -- COMMAND [ARGS...]');
-          const leases = await selectHeld(ctx, boards, { all: o.all, model: o.model });
+          const leases = await selectHeld(ctx, boards, { all: o.all, model: o.model, group: o.group });
           const multi =
-            leases.length > 1 || ctx.json || boards.some((b) => /[*?]/.test(b)) || o.all || o.model;
+            leases.length > 1 ||
+            ctx.json ||
+            boards.some((b) => /[*?]/.test(b)) ||
+            o.all ||
+            o.model ||
+            o.group;
           process.exitCode = multi ? await many(ctx, leases, argv, o) : await single(ctx, leases[0], argv, o);
         } catch (e) {
           if (!(e instanceof CliError)) throw e;

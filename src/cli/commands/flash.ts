@@ -151,6 +151,7 @@ JSON: {"items": [{"tag", "name", "osVersion", "size", "sha256", "models", "forma
     .description('flash an image onto held boards (one job per board); --wait follows them to the end')
     .option('--all', 'every board you hold')
     .option('--model <model>', 'every held board of this model')
+    .option('--group <group>', 'every held board you put into this share group')
     .option(
       '-w, --wait',
       'follow the jobs: a live table on a terminal; exit status says whether all succeeded',
@@ -171,11 +172,11 @@ ${FLASH_JSON}`,
       async (
         image: string,
         refs: string[],
-        o: { all?: boolean; model?: string; wait?: boolean },
+        o: { all?: boolean; model?: string; group?: string; wait?: boolean },
         cmd: Command,
       ) => {
         const ctx = ctxOf(cmd);
-        const leases = await selectHeld(ctx, refs, { all: o.all, model: o.model });
+        const leases = await selectHeld(ctx, refs, { all: o.all, model: o.model, group: o.group });
         const res = await ctx.call(C.postMultiFlash, {
           flashImageTag: image,
           devices: leases.map((l) => ({ deviceId: l.deviceId, serverName: l.serverName })),

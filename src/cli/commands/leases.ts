@@ -226,25 +226,33 @@ Exit: 5 (conflict) with lease.none_free when no matching board is free, 4 with l
       new Option('-d, --duration <d>', 'new end: now plus this').choices(DURATION_KEYS).default('48h'),
     )
     .option('--all', 'every board you hold')
+    .option('--model <model>', 'every held board of this model')
+    .option('--group <group>', 'every held board you put into this share group')
     .addHelpText(
       'after',
-      `\nExamples:\n  bianbu renew ci-1 --duration 7d\n  bianbu renew 'ci-*' --duration 48h\n\n${MANY_JSON}`,
+      `\nExamples:\n  bianbu renew ci-1 --duration 7d\n  bianbu renew 'ci-*' --duration 48h\n  bianbu renew --group lab --duration 7d\n\n${MANY_JSON}`,
     )
-    .action(async (refs: string[], o: { duration: string; all?: boolean }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const leases = await selectHeld(ctx, refs, { all: o.all });
-      const renewalDate = new Date(Date.now() + durationMs(o.duration)).toISOString();
-      const settled = await mapLimit(leases, 4, (l) =>
-        ctx.call(calls.renewalDevice, { serverName: l.serverName, deviceId: l.deviceId, renewalDate }),
-      );
-      const results = leases.map((l, i) => toBoardResult(l, settled[i]));
-      process.exitCode = printResults(
-        results,
-        ctx.json,
-        ctx.quiet,
-        (r) => `ends ${(r.data as LeaseDto).endsAt}`,
-      );
-    });
+    .action(
+      async (
+        refs: string[],
+        o: { duration: string; all?: boolean; model?: string; group?: string },
+        cmd: Command,
+      ) => {
+        const ctx = ctxOf(cmd);
+        const leases = await selectHeld(ctx, refs, { all: o.all, model: o.model, group: o.group });
+        const renewalDate = new Date(Date.now() + durationMs(o.duration)).toISOString();
+        const settled = await mapLimit(leases, 4, (l) =>
+          ctx.call(calls.renewalDevice, { serverName: l.serverName, deviceId: l.deviceId, renewalDate }),
+        );
+        const results = leases.map((l, i) => toBoardResult(l, settled[i]));
+        process.exitCode = printResults(
+          results,
+          ctx.json,
+          ctx.quiet,
+          (r) => `ends ${(r.data as LeaseDto).endsAt}`,
+        );
+      },
+    );
 
   program
     .command('rename <board> <new-name>')

@@ -4,8 +4,8 @@
 // one reads the group's boards first and sends the new list, so two owners' terminals racing on one
 // group is last-writer-wins, as in the console.
 import type { Command } from 'commander';
-import { type OwnedGroup, type ShareUser, shareCalls } from '#shared/share.ts';
-import { type Ctx, ctxOf, selectHeld } from '../context.ts';
+import { type ShareUser, shareCalls } from '#shared/share.ts';
+import { type Ctx, ctxOf, findOwnedGroup, selectHeld } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { formatDuration, note, printJson, printLines, printTable } from '../output.ts';
 
@@ -15,15 +15,14 @@ const C = Object.fromEntries(shareCalls.map((c) => [c.name, c])) as {
 
 const PHONE = /^\+?[0-9][0-9 -]{5,}$/;
 
-async function ownedGroup(ctx: Ctx, name: string): Promise<OwnedGroup> {
-  const { groups } = await ctx.call(C.fetchShareInfo, {});
-  const g = groups.find((x) => x.groupName === name.trim());
-  if (!g) throw notFound(`you have no group named "${name}" (bianbu share groups)`, 'share.group_not_found');
-  return g;
-}
-
 function memberRows(users: ShareUser[]) {
-  return users.map((u) => [u.username, u.userId, u.displayName, u.phone, u.addedAt.slice(0, 16).replace('T', ' ')]);
+  return users.map((u) => [
+    u.username,
+    u.userId,
+    u.displayName,
+    u.phone,
+    u.addedAt.slice(0, 16).replace('T', ' '),
+  ]);
 }
 const MEMBER_HEAD = ['user', 'id', 'name', 'phone', 'added (UTC)'];
 
@@ -196,13 +195,15 @@ Exit: 4 with share.user_not_found, 5 with share.user_exists.`,
     )
     .action(async (name: string, refs: string[], _o: unknown, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const g = await ownedGroup(ctx, name);
+      const g = await findOwnedGroup(ctx, name);
       const picked = await selectHeld(ctx, refs);
       const devices = [...new Set([...g.devices.map((d) => d.deviceId), ...picked.map((l) => l.deviceId)])];
       const res = await ctx.call(C.setGroupDevices, { groupName: g.groupName, devices });
       if (ctx.json) printJson(res);
       else if (!ctx.quiet)
-        process.stdout.write(`${res.groupName}: ${res.devices.map((d) => d.serverName).join(', ') || 'no boards'}\n`);
+        process.stdout.write(
+          `${res.groupName}: ${res.devices.map((d) => d.serverName).join(', ') || 'no boards'}\n`,
+        );
     });
 
   share
@@ -214,7 +215,7 @@ Exit: 4 with share.user_not_found, 5 with share.user_exists.`,
     )
     .action(async (name: string, refs: string[], _o: unknown, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const g = await ownedGroup(ctx, name);
+      const g = await findOwnedGroup(ctx, name);
       const gone = new Set<string>();
       for (const ref of refs) {
         const d =
@@ -228,7 +229,9 @@ Exit: 4 with share.user_not_found, 5 with share.user_exists.`,
       const res = await ctx.call(C.setGroupDevices, { groupName: g.groupName, devices });
       if (ctx.json) printJson(res);
       else if (!ctx.quiet)
-        process.stdout.write(`${res.groupName}: ${res.devices.map((d) => d.serverName).join(', ') || 'no boards'}\n`);
+        process.stdout.write(
+          `${res.groupName}: ${res.devices.map((d) => d.serverName).join(', ') || 'no boards'}\n`,
+        );
     });
 
   share
