@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process';
 const steps = [
   ['typecheck', 'npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], {}],
   ['lint', 'node', ['scripts/lint.mjs'], {}],
+  // The CLI suites run the `bianbu` binary as a subprocess; bundled, each run starts in half the time.
+  ['cli bundle', 'node', ['scripts/build-cli.mjs'], {}],
   ['unit', 'npx', ['vitest', 'run', '--project', 'unit'], {}],
   ['integration (PGlite)', 'npx', ['vitest', 'run', '--project', 'integration'], { DATABASE_URL: '' }],
 ];
