@@ -7,26 +7,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { signedInContext } from './helpers/context.ts';
 import { type Service, startService } from './helpers/service.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
 import { MainboardPage } from './pages/DevicePages.ts';
-import { forceDomRenderer, WorkbenchPage } from './pages/WorkbenchPage.ts';
+import { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
-
-async function api<T>(svc: Service, token: string, p: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${svc.url}${p}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: token, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const env = (await res.json()) as { code: number; message: string; data: T };
-  if (env.code !== 20000) throw new Error(`${p}: ${env.code} ${env.message}`);
-  return env.data;
-}
 
 describe.skipIf(SKIP_E2E)('broadcast input', () => {
   let svc: Service;
@@ -41,23 +31,11 @@ describe.skipIf(SKIP_E2E)('broadcast input', () => {
     browser = await launchChromium();
     const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
     // Two boards: the workbench's own, and a second one whose shell joins it for the last test.
-    for (const serverName of ['bcast', 'second-board']) {
-      await api(svc, token, '/api/device/request-device', {
-        requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-        filterReq: {},
-        serverName,
-      });
-    }
-    ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    await ctx.addCookies([
-      { name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' },
-      { name: 'theme', value: 'light', domain: '127.0.0.1', path: '/' },
-      { name: 'termTheme', value: 'light', domain: '127.0.0.1', path: '/' },
-    ]);
-    await ctx.addInitScript((t) => {
-      if (!localStorage.getItem('token')) localStorage.setItem('token', t);
-    }, token);
-    await ctx.addInitScript(forceDomRenderer);
+    for (const serverName of ['bcast', 'second-board']) await requestBoard(svc.url, token, serverName);
+    ctx = await signedInContext(browser, token, {
+      cookies: { lang: 'en', theme: 'light', termTheme: 'light' },
+      tokenEveryLoad: false,
+    });
     page = await ctx.newPage();
     console_ = new ConsolePage(page, svc.url);
     wb = new WorkbenchPage(page);

@@ -5,24 +5,14 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { signedInContext } from './helpers/context.ts';
 import { type Service, startService } from './helpers/service.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
 import { MainboardPage } from './pages/DevicePages.ts';
 import { FilePanes } from './pages/FilePanes.ts';
-import { forceDomRenderer, WorkbenchPage } from './pages/WorkbenchPage.ts';
-
-async function api<T>(svc: Service, token: string, path: string, body: unknown): Promise<T> {
-  const res = await fetch(`${svc.url}${path}`, {
-    method: 'POST',
-    headers: { Authorization: token, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const env = (await res.json()) as { code: number; message: string; data: T };
-  if (env.code !== 20000) throw new Error(`${path}: ${env.code} ${env.message}`);
-  return env.data;
-}
+import { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 describe.skipIf(SKIP_E2E)('files in the workbench', () => {
   let svc: Service;
@@ -36,15 +26,8 @@ describe.skipIf(SKIP_E2E)('files in the workbench', () => {
     svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
     browser = await launchChromium();
     const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await api(svc, token, '/api/device/request-device', {
-      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-      filterReq: {},
-      serverName: 'files',
-    });
-    ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
-    await ctx.addCookies([{ name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' }]);
-    await ctx.addInitScript((t) => localStorage.setItem('token', t), token);
-    await ctx.addInitScript(forceDomRenderer);
+    await requestBoard(svc.url, token, 'files');
+    ctx = await signedInContext(browser, token, { acceptDownloads: true });
     page = await ctx.newPage();
     wb = new WorkbenchPage(page);
     files = new FilePanes(page);

@@ -6,27 +6,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { ADMIN_PASSWORD, callApi, passwordLogin, requestBoard } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { signedInContext } from './helpers/context.ts';
 import { type Service, startService } from './helpers/service.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
 import { MainboardPage } from './pages/DevicePages.ts';
 import { LoginPage } from './pages/LoginPage.ts';
-import { forceDomRenderer, WorkbenchPage } from './pages/WorkbenchPage.ts';
+import { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
-
-async function api<T>(svc: Service, token: string, p: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${svc.url}${p}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: token, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const env = (await res.json()) as { code: number; message: string; data: T };
-  if (env.code !== 20000) throw new Error(`${p}: ${env.code} ${env.message}`);
-  return env.data;
-}
 
 /** Page object of Settings › Keys. */
 class KeymapSettings {
@@ -93,17 +83,8 @@ describe.skipIf(SKIP_E2E)('keymap', () => {
     svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
     browser = await launchChromium();
     token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await api(svc, token, '/api/device/request-device', {
-      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-      filterReq: {},
-      serverName: 'keys',
-    });
-    ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    await ctx.addCookies([{ name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' }]);
-    await ctx.addInitScript((t) => {
-      if (!localStorage.getItem('token')) localStorage.setItem('token', t);
-    }, token);
-    await ctx.addInitScript(forceDomRenderer);
+    await requestBoard(svc.url, token, 'keys');
+    ctx = await signedInContext(browser, token, { tokenEveryLoad: false });
     page = await ctx.newPage();
     console_ = new ConsolePage(page, svc.url);
     wb = new WorkbenchPage(page);
@@ -134,7 +115,7 @@ describe.skipIf(SKIP_E2E)('keymap', () => {
     await settings.choosePreset('shift');
     expect(await settings.keys('newShell')).toEqual(['Ctrl', 'Shift', '`']);
     expect(await settings.keys('focusLeft')).toEqual(['Ctrl', 'Shift', '←']);
-    expect((await api<{ preset: string }>(svc, token, '/api/user/keymap')).preset).toBe('shift');
+    expect((await callApi<{ preset: string }>(svc.url, token, '/api/user/keymap')).preset).toBe('shift');
 
     await console_.goto('/workbench');
     await wb.ready();
@@ -279,8 +260,8 @@ describe.skipIf(SKIP_E2E)('keymap', () => {
     await settings.saved();
     expect(await settings.keys('newShell')).toEqual(['Ctrl', 'Shift', 'Y']);
     expect(await page.locator('tr[data-action="newShell"]').textContent()).toContain('changed');
-    const stored = await api<{ preset: string; overrides: Record<string, string[]> }>(
-      svc,
+    const stored = await callApi<{ preset: string; overrides: Record<string, string[]> }>(
+      svc.url,
       token,
       '/api/user/keymap',
     );
@@ -324,7 +305,9 @@ describe.skipIf(SKIP_E2E)('keymap', () => {
       await p2.getByTestId('keymap-reset-newShell').click();
       await s2.saved();
       expect(await s2.keys('newShell')).toEqual(['Ctrl', 'Shift', '`']);
-      expect((await api<{ overrides: object }>(svc, token, '/api/user/keymap')).overrides).toEqual({});
+      expect((await callApi<{ overrides: object }>(svc.url, token, '/api/user/keymap')).overrides).toEqual(
+        {},
+      );
     } finally {
       await fresh.close();
     }

@@ -6,26 +6,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { signedInContext } from './helpers/context.ts';
 import { type Service, startService } from './helpers/service.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
 import { MainboardPage } from './pages/DevicePages.ts';
-import { forceDomRenderer, WorkbenchPage } from './pages/WorkbenchPage.ts';
+import { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
-
-async function api<T>(svc: Service, token: string, p: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${svc.url}${p}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: token, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const env = (await res.json()) as { code: number; message: string; data: T };
-  if (env.code !== 20000) throw new Error(`${p}: ${env.code} ${env.message}`);
-  return env.data;
-}
 
 describe.skipIf(SKIP_E2E)('shell pane keys', () => {
   let svc: Service;
@@ -38,17 +28,8 @@ describe.skipIf(SKIP_E2E)('shell pane keys', () => {
     svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
     browser = await launchChromium();
     const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await api(svc, token, '/api/device/request-device', {
-      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-      filterReq: {},
-      serverName: 'shellkeys',
-    });
-    ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    await ctx.addCookies([{ name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' }]);
-    await ctx.addInitScript((t) => {
-      if (!localStorage.getItem('token')) localStorage.setItem('token', t);
-    }, token);
-    await ctx.addInitScript(forceDomRenderer);
+    await requestBoard(svc.url, token, 'shellkeys');
+    ctx = await signedInContext(browser, token, { tokenEveryLoad: false });
     page = await ctx.newPage();
     wb = new WorkbenchPage(page);
     await new ConsolePage(page, svc.url).goto('/mainboard');

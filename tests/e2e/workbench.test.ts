@@ -5,26 +5,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { signedInContext } from './helpers/context.ts';
 import { type Service, startService } from './helpers/service.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
 import { MainboardPage } from './pages/DevicePages.ts';
-import { forceDomRenderer, WorkbenchPage } from './pages/WorkbenchPage.ts';
+import { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
-
-async function api<T>(svc: Service, token: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${svc.url}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: token, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const env = (await res.json()) as { code: number; message: string; data: T };
-  if (env.code !== 20000) throw new Error(`${path}: ${env.code} ${env.message}`);
-  return env.data;
-}
 
 describe.skipIf(SKIP_E2E)('workbench', () => {
   let svc: Service;
@@ -40,15 +30,8 @@ describe.skipIf(SKIP_E2E)('workbench', () => {
     browser = await launchChromium();
     token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
     // The board is leased through the API: this suite is about the workbench, not the apply page.
-    await api(svc, token, '/api/device/request-device', {
-      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-      filterReq: {},
-      serverName: 'bench',
-    });
-    ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    await ctx.addCookies([{ name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' }]);
-    await ctx.addInitScript((t) => localStorage.setItem('token', t), token);
-    await ctx.addInitScript(forceDomRenderer);
+    await requestBoard(svc.url, token, 'bench');
+    ctx = await signedInContext(browser, token);
     page = await ctx.newPage();
     console_ = new ConsolePage(page, svc.url);
     wb = new WorkbenchPage(page);

@@ -28,3 +28,23 @@ export async function passwordLogin(baseUrl: string, username: string, password:
   );
   return accessToken;
 }
+
+/** A call of the contract as a signed-in client: GET without a body, POST with one; answers `data`. */
+export async function callApi<T>(baseUrl: string, token: string, path: string, body?: unknown): Promise<T> {
+  return envelope<T>(
+    await fetch(`${baseUrl}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { Authorization: token, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
+}
+
+/** Leases a free board for 48 hours under `serverName` (what a test starts its workbench on). */
+export function requestBoard<T = unknown>(baseUrl: string, token: string, serverName: string): Promise<T> {
+  return callApi<T>(baseUrl, token, '/api/device/request-device', {
+    requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
+    filterReq: {},
+    serverName,
+  });
+}
