@@ -1,10 +1,12 @@
 // The chrome of one workbench pane: a slim title bar and a focusable body. `data-pane-id` marks it for
 // focus movement; the ring shows which pane has the keyboard.
 import type { ReactNode } from 'react';
-import { Separator } from 'react-resizable-panels';
+import { Group, type Layout, Separator } from 'react-resizable-panels';
 import { useSnapshot } from 'valtio';
 import { cx } from '#web/components/ui.tsx';
 import { workbenchUi } from './commands.ts';
+import { paneGroupRef } from './pane-keys.ts';
+import { setGroupLayout, workbench } from './store.ts';
 
 export function PaneFrame({
   paneId,
@@ -58,5 +60,38 @@ export function ResizeHandle({ vertical }: { vertical?: boolean }) {
         vertical ? 'h-px' : 'w-px',
       )}
     />
+  );
+}
+
+/**
+ * A resizable group whose sizes are kept in the user's layout under its id (store.ts), and which the
+ * pane keys can resize (pane-keys.ts) unless `keys` is false. Give it a `key` that changes with the
+ * set of panels, so a group with other panels starts from its own saved sizes.
+ */
+export function SavedGroup({
+  id,
+  orientation,
+  className,
+  keys = true,
+  children,
+}: {
+  id: string;
+  orientation: 'horizontal' | 'vertical';
+  className?: string;
+  keys?: boolean;
+  children: ReactNode;
+}) {
+  const wb = useSnapshot(workbench);
+  return (
+    <Group
+      id={id}
+      orientation={orientation}
+      className={className}
+      defaultLayout={wb.layout.groups[id] as Layout | undefined}
+      onLayoutChanged={(layout) => setGroupLayout(id, layout)}
+      groupRef={keys ? paneGroupRef(id, orientation) : undefined}
+    >
+      {children}
+    </Group>
   );
 }

@@ -5,7 +5,7 @@
 // keys go to (broadcast-slots.ts).
 import { useEffect } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Group, type Layout, Panel } from 'react-resizable-panels';
+import { Panel } from 'react-resizable-panels';
 import { useSnapshot } from 'valtio';
 import { Icon } from '#web/components/icons.tsx';
 import { cx, IconButton } from '#web/components/ui.tsx';
@@ -16,7 +16,7 @@ import { BroadcastIcon } from './BroadcastMarks.tsx';
 import { broadcastAllSlots, slotsBroadcasting, toggleSlotsBroadcast } from './broadcast-slots.ts';
 import { CloseShellDialog } from './CloseShellDialog.tsx';
 import { requestClose } from './close-shells.ts';
-import { PaneFrame, ResizeHandle } from './PaneFrame.tsx';
+import { PaneFrame, ResizeHandle, SavedGroup } from './PaneFrame.tsx';
 import { installShellOps } from './shell-ops.ts';
 import {
   addTab,
@@ -25,7 +25,6 @@ import {
   type ShellTab,
   selectTab,
   setActiveSlot,
-  setGroupLayout,
   splitActive,
   workbench,
 } from './store.ts';
@@ -270,18 +269,10 @@ function TabBody({
   hidden: boolean;
 }) {
   const { t } = useTranslation('workbench');
-  const wb = useSnapshot(workbench);
   const groupId = `split-${tab.id}`;
   const ids = tab.slots.map((s) => s.id).join('+');
   return (
-    <Group
-      key={ids}
-      id={groupId}
-      orientation="horizontal"
-      className="h-full"
-      defaultLayout={wb.layout.groups[groupId] as Layout | undefined}
-      onLayoutChanged={(layout) => setGroupLayout(groupId, layout)}
-    >
+    <SavedGroup key={ids} id={groupId} orientation="horizontal" className="h-full" keys={false}>
       {tab.slots.map((slot, i) => (
         <SlotPanel key={slot.id} first={i === 0}>
           <Panel id={slot.id} minSize="120px">
@@ -309,7 +300,7 @@ function TabBody({
           </Panel>
         </SlotPanel>
       ))}
-    </Group>
+    </SavedGroup>
   );
 }
 

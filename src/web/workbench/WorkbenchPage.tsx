@@ -8,7 +8,7 @@
 import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
 import { lazy, Suspense, useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Group, type Layout, Panel } from 'react-resizable-panels';
+import { Panel } from 'react-resizable-panels';
 import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { watchBoardState, watchLeaseNotices } from '#web/boards/live.ts';
@@ -52,12 +52,11 @@ import { installWorkbenchCommands, workbenchUi } from './commands.ts';
 import { KeyRow } from './KeyRow.tsx';
 import { useWorkbenchKeys } from './keys.ts';
 import { LoadPane } from './LoadPane.tsx';
-import { PaneFrame, ResizeHandle } from './PaneFrame.tsx';
+import { PaneFrame, ResizeHandle, SavedGroup } from './PaneFrame.tsx';
 import { type PhonePaneDef, PhoneWorkbench } from './PhoneWorkbench.tsx';
-import { paneGroupRef } from './pane-keys.ts';
 import { ShellArea } from './ShellArea.tsx';
 import { shellOps } from './shell-ops.ts';
-import { activeTab, bindWorkbench, setGroupLayout, togglePane, unbindWorkbench, workbench } from './store.ts';
+import { activeTab, bindWorkbench, togglePane, unbindWorkbench, workbench } from './store.ts';
 
 /** noVNC loads only when the desktop pane first opens. */
 const VncPane = lazy(() => import('#web/desktop/VncPane.tsx'));
@@ -450,15 +449,7 @@ function Workbench({
       data-layout="columns"
     >
       <WorkbenchHeader applyId={applyId} deviceId={deviceId} serverName={serverName} onEnded={onEnded} />
-      <Group
-        key={mainKey}
-        id={mainKey}
-        orientation="horizontal"
-        className="min-h-0 flex-1"
-        defaultLayout={wb.layout.groups[mainKey] as Layout | undefined}
-        onLayoutChanged={(layout) => setGroupLayout(mainKey, layout)}
-        groupRef={paneGroupRef(mainKey, 'horizontal')}
-      >
+      <SavedGroup key={mainKey} id={mainKey} orientation="horizontal" className="min-h-0 flex-1">
         {show.files ? (
           <>
             <Panel id="files" defaultSize="20%" minSize="160px">
@@ -470,15 +461,7 @@ function Workbench({
           </>
         ) : null}
         <Panel id="center" minSize="30%">
-          <Group
-            key={centerKey}
-            id={centerKey}
-            orientation="vertical"
-            className="h-full"
-            defaultLayout={wb.layout.groups[centerKey] as Layout | undefined}
-            onLayoutChanged={(layout) => setGroupLayout(centerKey, layout)}
-            groupRef={paneGroupRef(centerKey, 'vertical')}
-          >
+          <SavedGroup key={centerKey} id={centerKey} orientation="vertical" className="h-full">
             {show.editor ? (
               <>
                 <Panel id="editor" defaultSize="38%" minSize="80px">
@@ -502,7 +485,7 @@ function Workbench({
                 <ShellArea applyId={applyId} deviceId={deviceId} />
               )}
             </Panel>
-          </Group>
+          </SavedGroup>
         </Panel>
         {vnc.opened ? (
           <>
@@ -557,7 +540,7 @@ function Workbench({
             </Panel>
           </>
         ) : null}
-      </Group>
+      </SavedGroup>
       {dialogs}
     </div>
   );
