@@ -3,6 +3,7 @@
 // {multiIds:[multiId]}; with the socket up nothing is polled until the slow resync; nothing once ended.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FlashJobDto } from '#shared/flash.ts';
+import { makeJob as baseJob } from './fixtures/flash-job.ts';
 
 const calls: { name: string; payload: unknown }[] = [];
 let answers: Record<string, (payload: unknown) => unknown> = {};
@@ -21,32 +22,9 @@ const { watchFlash, POLL_MS, RESYNC_MS } = await import('#web/flash/live.ts');
 const { applyJob, flash, latestJob, resetFlashState } = await import('#web/flash/state.ts');
 const { realtimeState } = await import('#web/realtime/client.ts');
 
-function makeJob(overrides: Partial<FlashJobDto> = {}): FlashJobDto {
-  return {
-    jobId: 'job-1',
-    multiId: null,
-    deviceId: 'dev-1',
-    serverName: 'lab-a',
-    imageTag: 'developer',
-    imageName: 'Developer',
-    userId: 'u1',
-    userName: 'admin',
-    state: 'RUNNING',
-    stage: 'write',
-    percent: 40,
-    bytesDone: 0,
-    bytesTotal: 100,
-    speedBps: 0,
-    etaSeconds: null,
-    createdAt: '2025-01-01T00:00:00.000Z',
-    startedAt: '2025-01-01T00:00:01.000Z',
-    endedAt: null,
-    durationMs: null,
-    errorKey: null,
-    errorMessage: null,
-    ...overrides,
-  };
-}
+/** A running job at write 40 %. */
+const makeJob = (overrides: Partial<FlashJobDto> = {}): FlashJobDto =>
+  baseJob({ stage: 'write', percent: 40, ...overrides });
 
 const flush = async () => {
   for (let i = 0; i < 5; i++) await Promise.resolve();

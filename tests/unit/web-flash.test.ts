@@ -19,33 +19,7 @@ import {
 import { isFlashKind, onNotification } from '#web/flash/live.ts';
 import { activeWork, applyJob, flash, flashExplains, latestJob, resetFlashState } from '#web/flash/state.ts';
 import { notices } from '#web/state/notices.ts';
-
-function makeJob(overrides: Partial<FlashJobDto> = {}): FlashJobDto {
-  return {
-    jobId: 'job-1',
-    multiId: null,
-    deviceId: 'dev-1',
-    serverName: 'lab-a',
-    imageTag: 'developer',
-    imageName: 'Developer',
-    userId: 'u1',
-    userName: 'admin',
-    state: 'RUNNING',
-    stage: 'transfer',
-    percent: 10,
-    bytesDone: 0,
-    bytesTotal: 100,
-    speedBps: 0,
-    etaSeconds: null,
-    createdAt: '2025-01-01T00:00:00.000Z',
-    startedAt: '2025-01-01T00:00:01.000Z',
-    endedAt: null,
-    durationMs: null,
-    errorKey: null,
-    errorMessage: null,
-    ...overrides,
-  };
-}
+import { makeJob } from './fixtures/flash-job.ts';
 
 function makeImage(overrides: Partial<FlashImageDto> = {}): FlashImageDto {
   return {
