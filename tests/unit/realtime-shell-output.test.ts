@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { BusMessage } from '#server/realtime/bus.ts';
 import { COALESCE, holdOutput } from '#server/realtime/coalesce.ts';
-import { type OutputClock, type OutputPort, ShellOutput, type ShellView } from '#server/realtime/shell-output.ts';
+import {
+  FramePool,
+  type OutputClock,
+  type OutputPort,
+  ShellOutput,
+  type ShellView,
+} from '#server/realtime/shell-output.ts';
 import { parseMessage } from '#shared/stomp-codec.ts';
 
 describe('holdOutput', () => {
@@ -183,5 +189,58 @@ describe('ShellOutput coalescing', () => {
     expect(h.out.pendingBytes).toBe(0);
     h.advance(COALESCE.flushMs);
     expect(h.frames).toHaveLength(1);
+  });
+});
+
+describe('FramePool', () => {
+  it('reuses a large frame’s slot only after the socket released it, once', () => {
+    const pool = new FramePool(64 * 1024, 16 * 1024, 2);
+    const a = pool.take(40 * 1024);
+    expect(a.buf.length).toBe(40 * 1024);
+    expect(a.release).toBeTypeOf('function');
+    a.buf.fill(7);
+    // Not released yet: the next frame gets its own memory, so the first one's bytes stay as written.
+    const b = pool.take(50 * 1024);
+    b.buf.fill(9);
+    expect(a.buf.every((x) => x === 7)).toBe(true);
+    a.release?.();
+    a.release?.();
+    expect(pool.idle).toBe(1);
+    const c = pool.take(20 * 1024);
+    expect(c.buf.buffer).toBe(a.buf.buffer);
+    expect(pool.idle).toBe(0);
+  });
+
+  it('leaves small and oversized frames to plain allocation, and keeps at most `keep` free slots', () => {
+    const pool = new FramePool(64 * 1024, 16 * 1024, 2);
+    expect(pool.take(100).release).toBeUndefined();
+    expect(pool.take(65 * 1024).release).toBeUndefined();
+    const taken = [pool.take(20_000), pool.take(20_000), pool.take(20_000)];
+    for (const t of taken) t.release?.();
+    expect(pool.idle).toBe(2);
+  });
+
+  it('gives each output frame back only when its send completes', () => {
+    const pool = new FramePool(64 * 1024, 1024, 4);
+    const releases: Array<(() => void) | undefined> = [];
+    const io: OutputPort = {
+      inflight: () => 0,
+      buffered: () => 0,
+      sendFrame: (_f, release) => {
+        releases.push(release);
+      },
+      sendEvent: () => {},
+      messageId: () => '1',
+      publish: () => {},
+    };
+    const out = new ShellOutput(io, 4 * 1024 * 1024, undefined, undefined, pool);
+    const view = out.newView('s', '/topic/shell/x', 'x', 'v');
+    out.onBusMessage(view, { h: { t: 'replay', v: 'v', o: 0 }, data: Buffer.alloc(0) });
+    out.onBusMessage(view, { h: { t: 'data', o: 0 }, data: Buffer.alloc(8 * 1024, 1) });
+    expect(releases).toHaveLength(2);
+    expect(releases[1]).toBeTypeOf('function');
+    expect(pool.idle).toBe(0);
+    releases[1]?.();
+    expect(pool.idle).toBe(1);
   });
 });

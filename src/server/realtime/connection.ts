@@ -105,7 +105,7 @@ export class StompConnection {
     this.out = new ShellOutput({
       inflight: () => this.inflight,
       buffered: () => this.ws.bufferedAmount,
-      sendFrame: (frame) => this.sendFrame(frame),
+      sendFrame: (frame, release) => this.sendFrame(frame, release),
       sendEvent: (id, destination, headers) => this.sendEvent(id, destination, headers),
       messageId: () => String(++this.messageSeq),
       publish: (channel, msg) => this.opts.bus.publish(channel, msg),
@@ -602,10 +602,23 @@ export class StompConnection {
     if (this.state !== 'closed') this.out.drained();
   };
 
-  private sendFrame(frame: Uint8Array): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
+  /** `release`: the frame's buffer may be reused once this runs (after ws has written it, or at once). */
+  private sendFrame(frame: Uint8Array, release?: () => void): void {
+    if (this.ws.readyState !== this.ws.OPEN) {
+      release?.();
+      return;
+    }
     if (this.inflight++ === 0) this.waitingSince = Date.now();
-    this.ws.send(frame, { binary: true }, this.drained);
+    this.ws.send(
+      frame,
+      { binary: true },
+      release
+        ? () => {
+            release();
+            this.drained();
+          }
+        : this.drained,
+    );
   }
 
   private deliverJson(sub: TopicSub, m: BusMessage): void {

@@ -53,7 +53,8 @@ export interface OutputPort {
   inflight(): number;
   /** Bytes the socket holds (ws.bufferedAmount). */
   buffered(): number;
-  sendFrame(frame: Uint8Array): void;
+  /** `release` runs once the socket no longer needs the frame's bytes (written, or not sent at all). */
+  sendFrame(frame: Uint8Array, release?: () => void): void;
   sendEvent(subId: string, destination: string, headers: Record<string, string | undefined>): void;
   messageId(): string;
   publish(channel: string, msg: BusMessage): void;
@@ -74,6 +75,45 @@ const realClock: OutputClock = {
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * Buffers for large output frames, reused once the socket has written them. During a flood every
+ * coalesced frame (up to COALESCE.maxBytes) used to be a fresh allocation outside V8's heap, about as
+ * many bytes as the shell printed; that external memory is what made V8 run full collections (30 % of
+ * the service's busy time in a 64 MiB `cat` under --cpu-prof). Frames below `minBytes` come from
+ * Node's own small-buffer pool, frames above `slotBytes` are allocated as before; at most `keep` free
+ * slots stay (about 2 MiB).
+ */
+export class FramePool {
+  private readonly free: Buffer[] = [];
+  constructor(
+    readonly slotBytes = COALESCE.maxBytes + 4096,
+    readonly minBytes = 16 * 1024,
+    readonly keep = 16,
+  ) {}
+
+  /** A buffer of exactly `size` bytes and the function that gives its slot back (none when unpooled). */
+  take(size: number): { buf: Buffer; release?: () => void } {
+    if (size < this.minBytes || size > this.slotBytes) return { buf: Buffer.allocUnsafe(size) };
+    const slot = this.free.pop() ?? Buffer.allocUnsafeSlow(this.slotBytes);
+    let given = false;
+    return {
+      buf: slot.subarray(0, size),
+      release: () => {
+        if (given) return;
+        given = true;
+        if (this.free.length < this.keep) this.free.push(slot);
+      },
+    };
+  }
+
+  /** Free slots held (tests). */
+  get idle(): number {
+    return this.free.length;
+  }
+}
+
+const framePool = new FramePool();
+
 export class ShellOutput {
   /** Coalesced bytes across the views, waiting for the in-flight send to drain. */
   pendingBytes = 0;
@@ -87,6 +127,7 @@ export class ShellOutput {
     private readonly limit: number = SHELL_FLOW.socketBacklogBytes,
     private readonly clock: OutputClock = realClock,
     private readonly policy: CoalescePolicy = COALESCE,
+    private readonly pool: FramePool = framePool,
   ) {}
 
   newView(id: string, destination: string, shellId: string, viewerId: string): ShellView {
@@ -329,7 +370,7 @@ export class ShellOutput {
     // The rest of the head is ASCII (digits and fixed names).
     const tail = `message-id:${this.io.messageId()}\noffset:${offset}\n${lost ? `truncated:${lost}\n` : ''}content-length:${n}\n\n`;
     const hl = view.head.length + tail.length;
-    const frame = Buffer.allocUnsafe(hl + n + 1);
+    const { buf: frame, release } = this.pool.take(hl + n + 1);
     view.head.copy(frame, 0);
     frame.write(tail, view.head.length, 'latin1');
     let at = hl;
@@ -340,7 +381,7 @@ export class ShellOutput {
     frame[at] = 0;
     view.lastSentAt = this.clock.now();
     view.lastSentBytes = n;
-    this.io.sendFrame(frame);
+    this.io.sendFrame(frame, release);
   }
 
   /**
