@@ -1,0 +1,198 @@
+// Chromium flood benchmark (node --import tsx tests/bench/flood.bench.ts). Prints figures; not pass/fail.
+//
+// The console in headless Chromium (Playwright) against a real service and a real local board, as a
+// user has it: the workbench with two shells side by side, xterm.js with the renderer the page picks
+// (WebGL where the browser offers it; BENCH_FLOOD_DOM=1 forces the DOM renderer). Shell A prints
+// BENCH_FLOOD_MIB MiB of base64 (default 256); meanwhile a key is typed into shell B every 100 ms, B
+// running `cat` with the terminal's own echo.
+//
+// What is measured, from inside the page (a wrapper around the realtime WebSocket, installed before
+// the console loads, timestamps frames with the page's clock):
+//   - throughput: from Enter in A to the page acknowledging the last byte of A's output, which the
+//     console does only after xterm has parsed it (LiveShell's write callback);
+//   - 0 bytes dropped: A's MESSAGE offsets are contiguous from the first to the last, no frame says
+//     `truncated`, and the last acknowledgement covers the whole stream;
+//   - echo during the flood: keydown in B → B's echo frame handled by the page's main thread (a busy
+//     main thread delays it, so this is what a user feels as lag), p50 / p99 / max;
+//   - the page's main thread: the longest gap between animation frames during the flood.
+import { performance } from 'node:perf_hooks';
+import { ADMIN_PASSWORD, passwordLogin, requestBoard } from '../e2e/helpers/api.ts';
+import { launchChromium } from '../e2e/helpers/chromium.ts';
+import { signedInContext } from '../e2e/helpers/context.ts';
+import { startService } from '../e2e/helpers/service.ts';
+import { ConsolePage } from '../e2e/pages/ConsolePage.ts';
+import { MainboardPage } from '../e2e/pages/DevicePages.ts';
+import { WorkbenchPage } from '../e2e/pages/WorkbenchPage.ts';
+
+const MIB = Number(process.env.BENCH_FLOOD_MIB ?? 256);
+const FORCE_DOM = process.env.BENCH_FLOOD_DOM === '1';
+
+/**
+ * Runs in the page before the console: watches the realtime socket's frames. Plain JavaScript in a
+ * string: a TypeScript function would reach the page with the loader's helpers in it.
+ */
+const INSTRUMENT = `(() => {
+  const f = (window.__flood = { rx: [], acks: [], keys: [], frames: [] });
+  const dec = new TextDecoder('latin1');
+  const header = (bytes) => {
+    const text = dec.decode(bytes.subarray(0, Math.min(bytes.length, 600)));
+    const head = text.slice(0, Math.max(0, text.indexOf('\\n\\n')));
+    const get = (k) => {
+      const m = new RegExp('\\n' + k + ':([^\\n]*)').exec(head);
+      return m ? m[1] : undefined;
+    };
+    return { text, get };
+  };
+  const Orig = window.WebSocket;
+  class Watched extends Orig {
+    constructor(url, protocols) {
+      super(url, protocols);
+      if (!String(url).endsWith('/ws')) return;
+      this.addEventListener('message', (e) => {
+        if (!(e.data instanceof ArrayBuffer)) return;
+        const h = header(new Uint8Array(e.data));
+        if (!h.text.startsWith('MESSAGE') || h.get('event')) return;
+        const offset = Number(h.get('offset'));
+        const len = Number(h.get('content-length'));
+        if (!Number.isFinite(offset) || !Number.isFinite(len)) return;
+        f.rx.push({ t: performance.now(), dest: h.get('destination') || '', offset, len, truncated: Number(h.get('truncated')) || 0 });
+      });
+    }
+    send(data) {
+      let text = null;
+      if (typeof data === 'string') text = data.slice(0, 600);
+      else if (data instanceof ArrayBuffer) text = header(new Uint8Array(data)).text;
+      else if (ArrayBuffer.isView(data)) text = header(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)).text;
+      if (text && text.startsWith('SEND')) {
+        const dest = (/\\ndestination:([^\\n]*)/.exec(text) || [])[1] || '';
+        const off = (/\\noffset:([^\\n]*)/.exec(text) || [])[1];
+        if (dest.endsWith('/ack') && off) f.acks.push({ t: performance.now(), dest, offset: Number(off) });
+      }
+      super.send(data);
+    }
+  }
+  window.WebSocket = Watched;
+  document.addEventListener('keydown', () => f.keys.push(performance.now()), true);
+  const tick = () => {
+    f.frames.push(performance.now());
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();`;
+
+const pct = (xs: number[], p: number) =>
+  xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN;
+
+async function main() {
+  const svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
+  const browser = await launchChromium();
+  try {
+    const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
+    await requestBoard(svc.url, token, 'flood');
+    const ctx = await signedInContext(browser, token, { domRenderer: FORCE_DOM });
+    await ctx.addInitScript({ content: INSTRUMENT });
+    const page = await ctx.newPage();
+    const wb = new WorkbenchPage(page);
+    await new ConsolePage(page, svc.url).goto('/mainboard');
+    await new MainboardPage(page).start('flood');
+    await wb.ready();
+    await wb.waitForLiveTerminals(1);
+    await page.keyboard.press('Control+Alt+Backslash');
+    await wb.waitForLiveTerminals(2);
+    const panes = wb.terminals();
+    const renderer = await panes.first().getAttribute('data-renderer');
+    const [idA, idB] = (await panes.evaluateAll((els) => els.map((e) => e.getAttribute('data-shell-id')))) as string[];
+
+    // B: `cat` with the terminal's echo on; A: the flood, typed but not started yet.
+    await panes.nth(1).locator('.xterm-screen').click();
+    await page.keyboard.type('cat > /dev/null');
+    await page.keyboard.press('Enter');
+    await panes.nth(0).locator('.xterm-screen').click();
+    const raw = Math.round((MIB * 3) / 4);
+    await page.keyboard.type(`head -c ${raw}M /dev/urandom | base64 -w 100; echo FLOOD""DONE`);
+    await page.waitForTimeout(300);
+    const startAt = await page.evaluate(() => performance.now());
+    await page.keyboard.press('Enter');
+    const wall0 = performance.now();
+
+    // Keys into B every 100 ms until A's output has stopped arriving for 2 s.
+    await panes.nth(1).locator('.xterm-screen').click();
+    const keysFrom = await page.evaluate(() => (window as any).__flood.keys.length);
+    let quietSince = performance.now();
+    let lastRx = 0;
+    for (;;) {
+      await page.keyboard.press('q');
+      await page.waitForTimeout(100);
+      const n = await page.evaluate(
+        (d) => (window as any).__flood.rx.filter((r: { dest: string }) => r.dest === d).length,
+        `/topic/shell/${idA}`,
+      );
+      if (n !== lastRx) {
+        lastRx = n;
+        quietSince = performance.now();
+      } else if (performance.now() - quietSince > 2_000) break;
+      if (performance.now() - wall0 > 15 * 60_000) throw new Error('flood did not end in 15 minutes');
+    }
+    const f = (await page.evaluate(() => (window as any).__flood)) as {
+      rx: Array<{ t: number; dest: string; offset: number; len: number; truncated: number }>;
+      acks: Array<{ t: number; dest: string; offset: number }>;
+      keys: number[];
+      frames: number[];
+    };
+    const destA = `/topic/shell/${idA}`;
+    const destB = `/topic/shell/${idB}`;
+    const rxA = f.rx.filter((r) => r.dest === destA && r.t >= startAt);
+    let gaps = 0;
+    for (let i = 1; i < rxA.length; i++) if (rxA[i].offset !== rxA[i - 1].offset + rxA[i - 1].len) gaps++;
+    const truncated = rxA.reduce((s, r) => s + r.truncated, 0);
+    if (!rxA.length)
+      throw new Error(
+        `no output of A seen: ${f.rx.length} frames, e.g. ${JSON.stringify(f.rx.slice(-3))}, A ${destA}, B ${destB}`,
+      );
+    const first = rxA[0];
+    const last = rxA[rxA.length - 1];
+    const streamEnd = last.offset + last.len;
+    const acksA = f.acks.filter((a) => a.dest === `/app/shell/${idA}/ack` && a.t >= startAt);
+    const finalAck = acksA.length ? acksA[acksA.length - 1] : null;
+    const bytes = streamEnd - first.offset;
+    const doneAt = finalAck && finalAck.offset >= streamEnd ? finalAck.t : last.t;
+    const secs = (doneAt - startAt) / 1000;
+    // Echo: each key's first echo frame of B after it (one byte each).
+    const keys = f.keys.slice(keysFrom);
+    const rxB = f.rx.filter((r) => r.dest === destB);
+    const echo: number[] = [];
+    let j = 0;
+    for (const k of keys) {
+      while (j < rxB.length && rxB[j].t < k) j++;
+      if (j < rxB.length) echo.push(rxB[j].t - k);
+      j++;
+    }
+    const during = f.frames.filter((t) => t >= startAt && t <= doneAt);
+    let longest = 0;
+    for (let i = 1; i < during.length; i++) longest = Math.max(longest, during[i] - during[i - 1]);
+
+    console.log(`renderer: ${renderer}${FORCE_DOM ? ' (forced)' : ''}; ${MIB} MiB asked`);
+    console.log(
+      `flood: ${(bytes / 1048576).toFixed(1)} MiB in ${secs.toFixed(1)} s = ${(bytes / 1048576 / secs).toFixed(1)} MiB/s to xterm's parser (last byte acknowledged)`,
+    );
+    console.log(
+      `dropped: ${gaps} gaps in ${rxA.length} frames, ${truncated} bytes truncated, last ack ${finalAck?.offset ?? 'none'} of ${streamEnd}`,
+    );
+    console.log(
+      `echo in B during the flood (${echo.length} keys): p50 ${pct(echo, 50).toFixed(1)} ms, p99 ${pct(echo, 99).toFixed(1)} ms, max ${Math.max(...echo).toFixed(1)} ms`,
+    );
+    console.log(`main thread: longest gap between animation frames ${longest.toFixed(0)} ms (${during.length} frames)`);
+    await ctx.close();
+  } finally {
+    await browser.close();
+    await svc.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
