@@ -82,8 +82,14 @@ export const SHELL_INPUT_CHUNK_BYTES = 64 * 1024;
 export const SHELL_FLOW = {
   /** Bytes of scrollback each shell keeps on the server, replayed on resubscribe. */
   ringBytes: 2 * 1024 * 1024,
-  highWater: 1024 * 1024,
-  lowWater: 256 * 1024,
+  /**
+   * Unacknowledged output past which a shell's PTY pauses (resumes below lowWater). Kept small: what
+   * is unacknowledged sits in front of every other shell's output on the same socket, so a 1 MiB
+   * window made a second shell's echo wait behind a flood in the first (Chromium, tests/bench/
+   * flood.bench.ts: echo p50 144 → 47 ms, p99 602 → 134 ms at the same 2.4 MiB/s to xterm).
+   */
+  highWater: 256 * 1024,
+  lowWater: 64 * 1024,
   /** The console acknowledges at least this often (bytes processed) and whenever xterm goes idle. */
   ackEveryBytes: 64 * 1024,
   /** Most output bytes one connection's socket may hold unsent; beyond, the ring is the buffer. */

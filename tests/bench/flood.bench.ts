@@ -80,6 +80,12 @@ const INSTRUMENT = `(() => {
   requestAnimationFrame(tick);
 })();`;
 
+interface Flood {
+  rx: Array<{ t: number; dest: string; offset: number; len: number; truncated: number }>;
+  acks: Array<{ t: number; dest: string; offset: number }>;
+  keys: number[];
+  frames: number[];
+}
 const pct = (xs: number[], p: number) =>
   xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN;
 
@@ -117,14 +123,14 @@ async function main() {
 
     // Keys into B every 100 ms until A's output has stopped arriving for 2 s.
     await panes.nth(1).locator('.xterm-screen').click();
-    const keysFrom = await page.evaluate(() => (window as any).__flood.keys.length);
+    const keysFrom = await page.evaluate(() => (window as unknown as { __flood: Flood }).__flood.keys.length);
     let quietSince = performance.now();
     let lastRx = 0;
     for (;;) {
       await page.keyboard.press('q');
       await page.waitForTimeout(100);
       const n = await page.evaluate(
-        (d) => (window as any).__flood.rx.filter((r: { dest: string }) => r.dest === d).length,
+        (d) => (window as unknown as { __flood: Flood }).__flood.rx.filter((r) => r.dest === d).length,
         `/topic/shell/${idA}`,
       );
       if (n !== lastRx) {
@@ -133,12 +139,7 @@ async function main() {
       } else if (performance.now() - quietSince > 2_000) break;
       if (performance.now() - wall0 > 15 * 60_000) throw new Error('flood did not end in 15 minutes');
     }
-    const f = (await page.evaluate(() => (window as any).__flood)) as {
-      rx: Array<{ t: number; dest: string; offset: number; len: number; truncated: number }>;
-      acks: Array<{ t: number; dest: string; offset: number }>;
-      keys: number[];
-      frames: number[];
-    };
+    const f = await page.evaluate(() => (window as unknown as { __flood: Flood }).__flood);
     const destA = `/topic/shell/${idA}`;
     const destB = `/topic/shell/${idB}`;
     const rxA = f.rx.filter((r) => r.dest === destA && r.t >= startAt);
