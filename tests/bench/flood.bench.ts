@@ -107,7 +107,9 @@ async function main() {
     await wb.waitForLiveTerminals(2);
     const panes = wb.terminals();
     const renderer = await panes.first().getAttribute('data-renderer');
-    const [idA, idB] = (await panes.evaluateAll((els) => els.map((e) => e.getAttribute('data-shell-id')))) as string[];
+    const [idA, idB] = (await panes.evaluateAll((els) =>
+      els.map((e) => e.getAttribute('data-shell-id')),
+    )) as string[];
 
     // B: `cat` with the terminal's echo on; A: the flood, typed but not started yet.
     await panes.nth(1).locator('.xterm-screen').click();
@@ -182,7 +184,9 @@ async function main() {
     console.log(
       `echo in B during the flood (${echo.length} keys): p50 ${pct(echo, 50).toFixed(1)} ms, p99 ${pct(echo, 99).toFixed(1)} ms, max ${Math.max(...echo).toFixed(1)} ms`,
     );
-    console.log(`main thread: longest gap between animation frames ${longest.toFixed(0)} ms (${during.length} frames)`);
+    console.log(
+      `main thread: longest gap between animation frames ${longest.toFixed(0)} ms (${during.length} frames)`,
+    );
     await ctx.close();
   } finally {
     await browser.close();
