@@ -2,7 +2,8 @@
 //
 // The console in headless Chromium (Playwright) against a real service and a real local board, as a
 // user has it: the workbench with two shells side by side, xterm.js with the renderer the page picks
-// (WebGL where the browser offers it; BENCH_FLOOD_DOM=1 forces the DOM renderer). Shell A prints
+// (WebGL on a GPU, the DOM renderer where WebGL is a software rasteriser, as in headless Chromium —
+// src/web/terminal/renderer.ts; BENCH_FLOOD_DOM=1 forces the DOM renderer by hiding WebGL). Shell A prints
 // BENCH_FLOOD_MIB MiB of base64 (default 256); meanwhile a key is typed into shell B every 100 ms, B
 // running `cat` with the terminal's own echo.
 //

@@ -24,6 +24,7 @@ import { realtime, realtimeState, type TopicHandle } from '#web/realtime/client.
 import { appState } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
 import { isBroadcastInput, leaveBroadcast } from './broadcast.ts';
+import { hasHardwareWebgl } from './renderer.ts';
 
 export type ShellStatus = 'connecting' | 'live' | 'disconnected' | 'closed';
 
@@ -173,7 +174,8 @@ export class LiveShell {
     if (!this.opened) {
       this.term.open(container);
       this.opened = true;
-      this.loadWebgl();
+      // WebGL only on a GPU: a software rasteriser makes it slower than the DOM renderer (renderer.ts).
+      if (hasHardwareWebgl()) this.loadWebgl();
     } else if (this.term.element && this.term.element.parentElement !== container) {
       container.appendChild(this.term.element);
     }
