@@ -2,6 +2,7 @@
 // true colour, Raw encoding only; full or 1×1 non-incremental updates, one at a time. Used on the
 // driver's stream directly and, from a worker thread, over the /vnc WebSocket (vnc-client.worker.ts).
 import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
 
 export const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
@@ -133,4 +134,23 @@ export async function measurePass(r: Rfb, frames: number, rounds: number): Promi
     rtts.push(performance.now() - s);
   }
   return { mibs: bytes / 1024 / 1024 / secs, p50: pct(rtts, 50), p99: pct(rtts, 99) };
+}
+
+/** An RFB session over the service's /vnc/{applyId} WebSocket, signed in with `token`. */
+export async function openBridge(url: string, token: string): Promise<Rfb> {
+  const ws = new WebSocket(url, ['binary', `bianbu.token.${token}`], { perMessageDeflate: false });
+  ws.binaryType = 'nodebuffer';
+  const reader = new Reader();
+  ws.on('message', (b: Buffer) => reader.push(b));
+  ws.on('close', () => reader.end());
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_q, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+  });
+  return handshake(
+    reader,
+    (b) => ws.send(b),
+    () => ws.close(),
+  );
 }

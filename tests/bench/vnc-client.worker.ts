@@ -3,8 +3,7 @@
 // socket on another core than the service relays on, as a browser on another machine would; the
 // direct anchor reads the driver's stream in the main thread.
 import { parentPort, workerData } from 'node:worker_threads';
-import WebSocket from 'ws';
-import { handshake, measurePass, Reader } from './rfb-client.ts';
+import { measurePass, openBridge } from './rfb-client.ts';
 
 const { url, token, frames, rounds } = workerData as {
   url: string;
@@ -13,21 +12,7 @@ const { url, token, frames, rounds } = workerData as {
   rounds: number;
 };
 
-const ws = new WebSocket(url, ['binary', `bianbu.token.${token}`], { perMessageDeflate: false });
-ws.binaryType = 'nodebuffer';
-const reader = new Reader();
-ws.on('message', (b: Buffer) => reader.push(b));
-ws.on('close', () => reader.end());
-await new Promise<void>((resolve, reject) => {
-  ws.once('open', () => resolve());
-  ws.once('error', reject);
-  ws.once('unexpected-response', (_q, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-});
-const r = await handshake(
-  reader,
-  (b) => ws.send(b),
-  () => ws.close(),
-);
+const r = await openBridge(url, token);
 const result = await measurePass(r, frames, rounds);
 r.close();
 parentPort?.postMessage(result);

@@ -14,11 +14,19 @@
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Worker } from 'node:worker_threads';
-import WebSocket from 'ws';
 import { HOUR_MS } from '#shared/constants.ts';
 import { makeTestApp } from '../integration/helpers/app.ts';
 import { makeUser } from '../integration/helpers/users.ts';
-import { handshake, measurePass, type PassResult, pct, Reader, type Rfb, update } from './rfb-client.ts';
+import {
+  handshake,
+  measurePass,
+  openBridge,
+  type PassResult,
+  pct,
+  Reader,
+  type Rfb,
+  update,
+} from './rfb-client.ts';
 
 const FRAMES = Number(process.env.BENCH_VNC_FRAMES ?? 40);
 const ROUNDS = Number(process.env.BENCH_VNC_ROUNDS ?? 300);
@@ -58,25 +66,7 @@ async function main() {
       () => s.destroy(),
     );
   };
-  const bridge = async (): Promise<Rfb> => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/vnc/${applyId}`, ['binary', `bianbu.token.${u.token}`], {
-      perMessageDeflate: false,
-    });
-    ws.binaryType = 'nodebuffer';
-    const reader = new Reader();
-    ws.on('message', (b: Buffer) => reader.push(b));
-    ws.on('close', () => reader.end());
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_q, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-    });
-    return handshake(
-      reader,
-      (b) => ws.send(b),
-      () => ws.close(),
-    );
-  };
+  const bridge = () => openBridge(`ws://127.0.0.1:${port}/vnc/${applyId}`, u.token);
 
   // The desktop starts on the first connection: once, before measuring.
   const warm = await direct();
