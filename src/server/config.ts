@@ -88,6 +88,25 @@ const configSchema = z.object({
   BIANBU_FLASH_USER_QUOTA_MB: z.coerce.number().int().min(0).default(2048),
   /** How long a flashed board may take to answer on its new image. */
   BIANBU_FLASH_BOOT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+  /**
+   * Port of the second listener that serves the /code/ proxy to boards' code-servers on an origin of
+   * its own (board JavaScript never runs on the console's origin). Unset: no code proxy, the code
+   * window offers the built-in editor. 0: any free port (tests).
+   */
+  BIANBU_CODE_PORT: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.coerce.number().int().min(0).max(65535).optional(),
+  ),
+  /** Public origin of that listener when a reverse proxy serves it (default: the console's host on BIANBU_CODE_PORT). */
+  BIANBU_CODE_ORIGIN: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .url('must be an absolute URL such as https://code.example.com')
+      .refine((v) => /^https?:$/.test(new URL(v).protocol), 'must be an http:// or https:// URL')
+      .transform((v) => new URL(v).origin)
+      .optional(),
+  ),
 });
 
 export type Config = z.infer<typeof configSchema> & { dataDir: string };

@@ -90,6 +90,88 @@ export const DesktopUnavailable = {
   noDesktop: 'desktop.none',
   /** The board declares no code-server, or nothing answers on its port. */
   noCodeServer: 'code.none',
+  /** Something answers on the board's code-server port, but this service runs no code proxy (BIANBU_CODE_PORT unset). */
+  codeProxyOff: 'code.proxy_off',
+} as const;
+
+// ---- The code window: the /code/ reverse proxy on its own origin
+//
+// The board's web app (code-server, or whatever answers on VNC_LIMITS.codeServerPort) runs JavaScript
+// the board controls, so it never runs on the console's origin: the service answers /code/ on a second
+// listener (BIANBU_CODE_PORT; public URL BIANBU_CODE_ORIGIN, else the console's host on that port).
+// An iframe cannot send the sign-in token, so the console asks for a ticket:
+//
+//   codeTicket {applyId} → {url, expiresAt}
+//     url = {code origin}/code/{applyId}/?ticket={one-time ticket}   (CODE_LIMITS.ticketTtlMs)
+//
+// The console puts that url in its iframe (or opens it in a new tab). The code listener takes the
+// ticket once — it is bound to the user's sign-in, the apply and the code origin — makes a code session
+// with a random key, sets the HttpOnly cookie CODE_COOKIE for the path /code/{applyId}/{key}/
+// (SameSite=Strict: the console and the code origin are one site, so the iframe's requests carry it),
+// and answers 303 to /code/{applyId}/{key}/ so the ticket leaves the address bar and the history.
+// Requests under that path need both the key (in the path) and the cookie: a page of another board
+// on the same code origin knows neither. Every request and upgrade re-checks the sign-in and the apply
+// (cached CODE_LIMITS.liveCheckMs at most) and goes to the board's port with the prefix stripped.
+//
+// Refusals answer an HTTP status and a text body `{key}\n{message}`; WebSockets close with the same
+// codes as the VNC bridge (VncClose) and these reason keys, or the apply's own (apply.ended,
+// lease.expired, board.reset, board.flashing, board.changed_hands, share.revoked).
+//
+// | status / close | key                   | when                                                        |
+// |----------------|-----------------------|-------------------------------------------------------------|
+// | 401 / 4401     | code.ticket_invalid   | a ticket unknown, used, expired, or for another apply/origin |
+// | 401 / 4401     | code.session_missing  | no key, an unknown key, or no matching cookie                |
+// | 401 / 4401     | session.ended (and the sign-in's own keys) | the sign-in was revoked, expired or ended |
+// | 404 / 4404     | apply.not_found (and the apply's keys) | the apply is not the caller's or no longer live |
+// | 403            | code.origin           | an upgrade (or a non-GET) from another Origin                |
+// | 410 / 4410     | apply.ended, board.reset, … | the apply, lease or board ended while it was open      |
+// | 413            | code.too_big          | a request body over maxRequestBytes                          |
+// | 429 / 4429     | code.too_many         | more than requestsPerApply / socketsPerApply open           |
+// | 502 / 4503     | code.unavailable      | nothing answers on the board's port, or it broke the answer   |
+// | 502            | code.redirect_refused | the board redirects outside its own /code/ path              |
+// | 504            | code.timeout          | the board sent no answer head within headersTimeoutMs        |
+
+export const CODE_PATH = '/code';
+export const CODE_TICKET_PARAM = 'ticket';
+export const CODE_COOKIE = 'bianbu_code';
+
+export const CodeReason = {
+  ticketInvalid: 'code.ticket_invalid',
+  sessionMissing: 'code.session_missing',
+  origin: 'code.origin',
+  tooBig: 'code.too_big',
+  tooMany: 'code.too_many',
+  unavailable: 'code.unavailable',
+  redirectRefused: 'code.redirect_refused',
+  timeout: 'code.timeout',
+  proxyOff: 'code.proxy_off',
+} as const;
+
+export const CODE_LIMITS = {
+  /** How long a ticket may wait before the iframe takes it. */
+  ticketTtlMs: 30_000,
+  /** Tickets one user may hold unused; older ones are dropped. */
+  ticketsPerUser: 16,
+  /** How long a request may trust the last check of the sign-in and the apply. */
+  liveCheckMs: 1_000,
+  /** A code session nobody used for this long is forgotten (the console asks for a new ticket). */
+  sessionIdleMs: 60 * 60_000,
+  /** Kept-alive connections to the board per apply (each is one relay into the board). */
+  connectionsPerApply: 6,
+  /** HTTP requests open at once per apply (the others are refused with 429). */
+  requestsPerApply: 64,
+  /** WebSockets open at once per apply. */
+  socketsPerApply: 16,
+  /** Largest request body sent to the board. */
+  maxRequestBytes: 64 * 1024 * 1024,
+  /** The board must send a response head within this. */
+  headersTimeoutMs: 30_000,
+  /** A request or response body that moves no byte for this long is cut. */
+  idleTimeoutMs: 120_000,
+  /** Largest WebSocket message either way. */
+  maxMessageBytes: 16 * 1024 * 1024,
+  /** Bytes queued towards a browser's WebSocket before the board side is paused. */
+  highWaterBytes: 1024 * 1024,
 } as const;
 
 const part = z.object({ available: z.boolean(), reason: z.string().optional() });
@@ -103,5 +185,15 @@ export const desktopCalls = [
     request: z.object({ applyId: idString({ max: 128 }) }),
     response: z.object({ vnc: part, code: part }),
     summary: 'Whether the board of an apply has a desktop (VNC at /vnc/{applyId}) and a code-server',
+  }),
+  defineCall({
+    name: 'codeTicket',
+    method: 'POST',
+    path: '/api/device/code-ticket',
+    needsApply: true,
+    request: z.object({ applyId: idString({ max: 128 }) }),
+    response: z.object({ url: z.string().url(), expiresAt: z.iso.datetime() }),
+    summary:
+      'A one-time URL (CODE_LIMITS.ticketTtlMs) that opens the board’s code-server on the code origin in an iframe or a tab',
   }),
 ] as const;

@@ -1,17 +1,22 @@
-// The desktop feature: the /vnc/{applyId} bridge (app.vnc, vnc-bridge.ts) and the desktopStatus call
-// the console asks before opening its VNC and code panes. Starts after the realtime feature (it uses
-// its bus, for the close messages shells also obey, and its Origin rule).
+// The desktop feature: the /vnc/{applyId} bridge (app.vnc, vnc-bridge.ts), the /code/ proxy on its
+// own listener (app.code, code-proxy.ts; only with BIANBU_CODE_PORT), and the desktopStatus and
+// codeTicket calls the console asks before opening its VNC and code panes. Starts after the realtime
+// feature (it uses its bus, for the close messages shells also obey, and its Origin rule).
 import { Capability } from '#server/boards/driver.ts';
+import { AppError } from '#server/errors.ts';
 import type { Feature } from '#server/feature.ts';
 import { implement } from '#server/http/handlers.ts';
 import { driverLookup } from '#server/shells/shells.routes.ts';
-import { DesktopUnavailable, desktopCalls, VNC_LIMITS } from '#shared/desktop.ts';
+import { CodeReason, DesktopUnavailable, desktopCalls, VNC_LIMITS } from '#shared/desktop.ts';
+import { CodeProxy } from './code-proxy.ts';
 import { VncBridge } from './vnc-bridge.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The /vnc/{applyId} WebSocket bridge of this instance. */
     vnc: VncBridge;
+    /** The /code/ proxy's listener, or null when BIANBU_CODE_PORT is unset. */
+    code: CodeProxy | null;
   }
 }
 
@@ -26,6 +31,20 @@ export const desktopFeature: Feature = {
         originAllowed: (req) => app.realtime.originAllowed(req),
         trustedProxies: app.config.BIANBU_TRUSTED_PROXIES,
       }),
+    );
+    const codePort = app.config.BIANBU_CODE_PORT;
+    app.decorate(
+      'code',
+      codePort === undefined
+        ? null
+        : new CodeProxy(app, {
+            bus: app.bus,
+            driver: driverLookup(app),
+            port: codePort,
+            host: app.config.HOST,
+            publicOrigin: app.config.BIANBU_CODE_ORIGIN,
+            trustedProxies: app.config.BIANBU_TRUSTED_PROXIES,
+          }),
     );
   },
   calls: (app) =>
@@ -45,16 +64,25 @@ export const desktopFeature: Feature = {
           const s = await driver.connectPort(VNC_LIMITS.codeServerPort).catch(() => null);
           if (s) {
             s.destroy();
-            code = { available: true };
+            code = app.code
+              ? { available: true }
+              : { available: false, reason: DesktopUnavailable.codeProxyOff };
           }
         }
         return { vnc, code };
       },
+      codeTicket: async (_input, ctx) => {
+        if (!app.code)
+          throw new AppError(503, 50300, CodeReason.proxyOff, 'The code proxy is off on this service');
+        return app.code.ticket(ctx);
+      },
     }),
   async start(app) {
     await app.vnc.start(app.server);
+    await app.code?.start();
   },
   async stop(app) {
+    await app.code?.stop();
     await app.vnc.stop();
   },
 };

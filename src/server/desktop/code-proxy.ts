@@ -1,0 +1,761 @@
+// The /code/ reverse proxy to boards' code-servers, on a listener of its own (the code origin), so
+// that the board's JavaScript never runs on the console's origin. Protocol, tickets and refusals:
+// src/shared/desktop.ts ("The code window").
+//
+// Lifecycle of a request: path /code/{applyId}/{key}/{rest} → session by key, proven by its cookie →
+// sign-in and apply checked live (cached CODE_LIMITS.liveCheckMs) → HTTP: sent to the board's port
+// through the apply's BoardAgent (kept-alive relays from `driver.connectPort`, at most
+// connectionsPerApply), bodies streamed both ways with backpressure, head and idle timeouts; upgrade:
+// Origin must be the code origin, a WebSocket to the board over a fresh relay, messages relayed with
+// bounded buffers. Everything of an apply is cut (HTTP 410 or an aborted body, WebSocket 4410 with
+// the reason) by the control messages that close shells (closeApply / closeBoard / kickGuest /
+// endSessions), when a live check fails, when the sign-in expires, and when the service stops.
+import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { WebSocket, WebSocketServer } from 'ws';
+import type { BoardDriver } from '#server/boards/driver.ts';
+import { AppError } from '#server/errors.ts';
+import type { CallContext } from '#server/http/handlers.ts';
+import { clientAddress, type ProxyTrust, proxyTrust, publicHost } from '#server/http/trusted-proxies.ts';
+import type { Bus, BusMessage } from '#server/realtime/bus.ts';
+import { CONTROL_CHANNEL } from '#server/shells/bus-protocol.ts';
+import {
+  CODE_COOKIE,
+  CODE_LIMITS,
+  CODE_PATH,
+  CODE_TICKET_PARAM,
+  CodeReason,
+  VNC_LIMITS,
+  VncClose,
+} from '#shared/desktop.ts';
+import { codeCsp, cookieValue, headersFromBoard, headersToBoard, RedirectRefused } from './code-headers.ts';
+import { type CodeSession, CodeSessions } from './code-sessions.ts';
+import { controlCut, liveApply, liveUser } from './live-access.ts';
+
+type CodeLimits = { [K in keyof typeof CODE_LIMITS]: number };
+
+export interface CodeProxyOptions {
+  bus: Bus;
+  driver(deviceId: string): BoardDriver | Promise<BoardDriver>;
+  port: number;
+  host: string;
+  /** BIANBU_CODE_ORIGIN: the public origin of this listener behind a reverse proxy. */
+  publicOrigin?: string;
+  trustedProxies?: readonly string[];
+  limits?: Partial<CodeLimits>;
+  /** The board's code-server port (VNC_LIMITS.codeServerPort). */
+  boardPort?: number;
+}
+
+/** A refusal: HTTP status, WebSocket close code, reason key and an English line. */
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly close: number,
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const refusalOf = (err: unknown, status: number, close: number, fallbackKey: string): Refusal => {
+  if (err instanceof Refusal) return err;
+  if (err instanceof AppError) return new Refusal(status, close, err.key, err.message);
+  return new Refusal(status, close, fallbackKey, (err as Error)?.message ?? String(err));
+};
+
+interface Route {
+  applyId: string;
+  key: string | null;
+  /** The board's path, from "/" (prefix stripped). */
+  rest: string;
+  search: string;
+}
+
+/** `/code/{applyId}/{key}/{rest}` split, or null when the path is not the proxy's. */
+export function codeRouteOf(url: string | undefined): Route | null {
+  const raw = url ?? '';
+  const q = raw.indexOf('?');
+  const path = q < 0 ? raw : raw.slice(0, q);
+  const search = q < 0 ? '' : raw.slice(q);
+  if (!path.startsWith(`${CODE_PATH}/`)) return null;
+  const parts = path.slice(CODE_PATH.length + 1).split('/');
+  const applyId = parts[0];
+  if (!applyId || !/^[A-Za-z0-9_-]{1,128}$/.test(applyId)) return null;
+  const key = parts.length > 2 || (parts.length === 2 && parts[1] !== '') ? parts[1] : null;
+  if (key !== null && !/^[A-Za-z0-9_-]{1,64}$/.test(key)) return null;
+  return { applyId, key, rest: key === null ? '/' : `/${parts.slice(2).join('/')}`, search };
+}
+
+/** A board relay as the socket an http.Agent and ws expect (net.Socket's knobs that a pipe lacks). */
+function socketLike(d: Duplex): Duplex {
+  const s = d as Duplex & Record<string, unknown>;
+  for (const k of ['setKeepAlive', 'setNoDelay', 'setTimeout', 'ref', 'unref'])
+    if (typeof s[k] !== 'function') s[k] = () => s;
+  d.on('error', () => d.destroy());
+  return d;
+}
+
+/**
+ * Kept-alive HTTP connections to one board's port. Each connection is a relay `connectPort` opens
+ * (a process in the board's network namespace, or an SSH channel), so reusing them matters.
+ */
+class BoardAgent extends http.Agent {
+  opened = 0;
+  private readonly idle = new WeakMap<Duplex, NodeJS.Timeout>();
+  constructor(
+    private readonly connect: () => Promise<Duplex>,
+    max: number,
+    private readonly idleMs = 30_000,
+  ) {
+    super({ keepAlive: true, maxSockets: max, maxTotalSockets: max, maxFreeSockets: max });
+  }
+  override createConnection(
+    _opts: unknown,
+    cb?: (err: Error | null, socket: Duplex) => void,
+  ): Duplex | undefined {
+    this.connect().then(
+      (d) => {
+        this.opened++;
+        cb?.(null, socketLike(d));
+      },
+      (err) => cb?.(err as Error, null as unknown as Duplex),
+    );
+    return undefined;
+  }
+  // The base methods tune a net.Socket (knobs socketLike stubs) and add/remove the free socket's
+  // error listener; an idle relay is closed after idleMs here instead of by a socket timeout.
+  override keepSocketAlive(socket: Duplex): boolean {
+    const t = setTimeout(() => socket.destroy(), this.idleMs);
+    t.unref();
+    this.idle.set(socket, t);
+    super.keepSocketAlive(socket as never);
+    return true;
+  }
+  override reuseSocket(socket: Duplex, req: http.ClientRequest): void {
+    clearTimeout(this.idle.get(socket));
+    super.reuseSocket(socket as never, req);
+  }
+  /** Connections open now (busy and idle). */
+  count(): number {
+    let n = 0;
+    for (const list of Object.values(this.sockets)) n += list?.length ?? 0;
+    for (const list of Object.values(this.freeSockets)) n += list?.length ?? 0;
+    return n;
+  }
+}
+
+interface Exchange {
+  session: string;
+  res: ServerResponse;
+  upstream: http.ClientRequest | null;
+}
+
+interface Pair {
+  session: string;
+  browser: WebSocket;
+  board: WebSocket;
+}
+
+/** What an apply has open through the proxy. */
+interface ApplyOpen {
+  deviceId: string;
+  agent: BoardAgent;
+  exchanges: Set<Exchange>;
+  pairs: Set<Pair>;
+}
+
+/** How often idle sessions are swept, browsers pinged, and sessions with open WebSockets re-checked. */
+const TICK_MS = 15_000;
+
+const sendable = (code: number) =>
+  (code >= 3000 && code <= 4999) || [1000, 1001, 1003, 1007, 1008, 1009, 1010, 1011].includes(code);
+
+export class CodeProxy {
+  readonly server: Server;
+  readonly sessions: CodeSessions;
+  private readonly applies = new Map<string, ApplyOpen>();
+  private readonly wss: WebSocketServer;
+  private readonly limits: CodeLimits;
+  private readonly trusted: ProxyTrust;
+  private readonly boardPort: number;
+  private offCtl: (() => void) | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly alive = new WeakSet<WebSocket>();
+
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly opts: CodeProxyOptions,
+  ) {
+    this.limits = { ...CODE_LIMITS, ...opts.limits };
+    this.trusted = proxyTrust(opts.trustedProxies ?? []);
+    this.boardPort = opts.boardPort ?? VNC_LIMITS.codeServerPort;
+    this.sessions = new CodeSessions(this.limits, () => this.app.clock.now().getTime());
+    this.wss = new WebSocketServer({
+      noServer: true,
+      perMessageDeflate: false,
+      maxPayload: this.limits.maxMessageBytes,
+      // The board chose the subprotocol before the browser's side is accepted (see onUpgrade).
+      handleProtocols: (_p, req) =>
+        (req as IncomingMessage & { boardProtocol?: string }).boardProtocol || false,
+    });
+    this.server = http.createServer({ requestTimeout: 0, headersTimeout: 20_000 }, (req, res) => {
+      void this.onRequest(req, res);
+    });
+    this.server.on('upgrade', (req, socket, head) => {
+      void this.onUpgrade(req, socket, head);
+    });
+    this.server.on('clientError', (_err, socket) => socket.destroy());
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.opts.port, this.opts.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.offCtl = await this.opts.bus.subscribe(CONTROL_CHANNEL, (m) => this.onControl(m));
+    this.timer = setInterval(() => this.tick(), TICK_MS);
+    this.timer.unref();
+    this.app.log.info({ port: this.port }, 'code proxy listening');
+  }
+
+  async stop(): Promise<void> {
+    this.offCtl?.();
+    if (this.timer) clearInterval(this.timer);
+    for (const s of [...this.sessions.sessions.values()]) this.end(s, 'service.stopping', false);
+    for (const ws of this.wss.clients) ws.terminate();
+    await new Promise<void>((r) => this.wss.close(() => r()));
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  /** Open sessions, tickets, requests, WebSockets and board connections (tests). */
+  stats(): {
+    sessions: number;
+    tickets: number;
+    requests: number;
+    sockets: number;
+    connections: number;
+    opened: number;
+  } {
+    let requests = 0;
+    let sockets = 0;
+    let connections = 0;
+    let opened = 0;
+    for (const a of this.applies.values()) {
+      requests += a.exchanges.size;
+      sockets += a.pairs.size;
+      connections += a.agent.count();
+      opened += a.agent.opened;
+    }
+    return {
+      sessions: this.sessions.sessions.size,
+      tickets: this.sessions.ticketCount,
+      requests,
+      sockets,
+      connections,
+      opened,
+    };
+  }
+
+  /** The codeTicket call: a one-time URL on the code origin for the caller's apply. */
+  ticket(ctx: CallContext): { url: string; expiresAt: string } {
+    const { req, user, apply } = ctx;
+    if (!user || !apply) throw new AppError(404, 40400, 'apply.not_found', 'No such apply');
+    const consoleOrigin = this.consoleOriginOf(req);
+    const codeOrigin = this.opts.publicOrigin ?? `${req.protocol}://${hostOnly(req.host)}:${this.port}`;
+    const { ticket, expiresAt } = this.sessions.issue({
+      userId: user.id,
+      credentialId: user.credentialId,
+      credentialKind: user.credentialKind,
+      applyId: apply.applyId,
+      deviceId: apply.deviceId,
+      codeOrigin,
+      consoleOrigin,
+    });
+    return {
+      url: `${codeOrigin}${CODE_PATH}/${encodeURIComponent(apply.applyId)}/?${CODE_TICKET_PARAM}=${ticket}`,
+      expiresAt: new Date(expiresAt).toISOString(),
+    };
+  }
+
+  /** The console's origin as the browser named it (an allowed Origin), else the call's own. */
+  private consoleOriginOf(req: FastifyRequest): string {
+    const origin = req.headers.origin;
+    if (origin && origin !== 'null' && this.app.realtime.originAllowed(req.raw)) {
+      try {
+        return new URL(origin).origin;
+      } catch {}
+    }
+    return `${req.protocol}://${req.host}`;
+  }
+
+  /** This listener's origin as a request reached it. */
+  private originOf(req: IncomingMessage): string {
+    if (this.opts.publicOrigin) return this.opts.publicOrigin;
+    const fwd = req.headers['x-forwarded-proto'];
+    const proto =
+      fwd && this.trusted(req.socket.remoteAddress)
+        ? String(fwd).split(',').pop()!.trim()
+        : (req.socket as { encrypted?: boolean }).encrypted
+          ? 'https'
+          : 'http';
+    return `${proto}://${publicHost(req, this.trusted) ?? ''}`;
+  }
+
+  // ---- HTTP
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.on('error', () => {});
+    const route = codeRouteOf(req.url);
+    if (!route) return this.refuse(res, new Refusal(404, 0, 'route.not_found', 'Not found'));
+    try {
+      if (route.key === null) return await this.exchangeTicket(req, res, route);
+      const s = this.sessionOf(req, route);
+      const method = req.method ?? 'GET';
+      if (
+        !['GET', 'HEAD', 'OPTIONS'].includes(method) &&
+        req.headers.origin &&
+        req.headers.origin !== s.codeOrigin
+      )
+        throw new Refusal(403, 0, CodeReason.origin, 'Requests from another origin are refused');
+      await this.check(s, clientAddress(req, this.trusted));
+      const a = this.openOf(s);
+      if (a.exchanges.size >= this.limits.requestsPerApply)
+        throw new Refusal(429, VncClose.tooMany, CodeReason.tooMany, 'Too many requests open on this board');
+      this.forward(req, res, route, s, a);
+    } catch (err) {
+      this.refuse(res, refusalOf(err, 401, VncClose.auth, CodeReason.sessionMissing), undefined);
+    }
+  }
+
+  /** Ticket → session and cookie, then 303 to the session's path (the ticket leaves the URL). */
+  private async exchangeTicket(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
+    const ticket = new URLSearchParams(route.search.slice(1)).get(CODE_TICKET_PARAM);
+    if (!ticket || (req.method !== 'GET' && req.method !== 'HEAD'))
+      throw new Refusal(401, VncClose.auth, CodeReason.sessionMissing, 'This page needs a code session');
+    const t = this.sessions.take(ticket);
+    if (!t || t.applyId !== route.applyId || t.codeOrigin !== this.originOf(req))
+      throw new Refusal(
+        401,
+        VncClose.auth,
+        CodeReason.ticketInvalid,
+        'The ticket is unknown, used or expired',
+      );
+    const { session, cookie } = this.sessions.open(t);
+    try {
+      await this.check(session, clientAddress(req, this.trusted));
+    } catch (err) {
+      this.end(session, 'session.ended', false);
+      throw err;
+    }
+    const prefix = this.prefixOf(session);
+    const secure = session.codeOrigin.startsWith('https:') ? '; Secure' : '';
+    res.writeHead(303, {
+      location: `${prefix}/`,
+      'set-cookie': `${CODE_COOKIE}=${cookie}; Path=${prefix}/; HttpOnly; SameSite=Strict${secure}`,
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+      'content-security-policy': codeCsp(session.consoleOrigin),
+      'content-length': '0',
+    });
+    res.end();
+    this.app.log.info(
+      { userId: session.userId, applyId: session.applyId, deviceId: session.deviceId },
+      'code session opened',
+    );
+  }
+
+  private prefixOf(s: CodeSession): string {
+    return `${CODE_PATH}/${s.applyId}/${s.key}`;
+  }
+
+  private sessionOf(req: IncomingMessage, route: Route): CodeSession {
+    const s = this.sessions.find(route.key!, cookieValue(req.headers.cookie, CODE_COOKIE));
+    if (!s || s.applyId !== route.applyId)
+      throw new Refusal(401, VncClose.auth, CodeReason.sessionMissing, 'This page needs a code session');
+    return s;
+  }
+
+  /** The sign-in and the apply are still live (checked at most every liveCheckMs); ends the session if not. */
+  private async check(s: CodeSession, ip: string): Promise<void> {
+    const now = this.app.clock.now().getTime();
+    if (now - s.checkedAt < this.limits.liveCheckMs) return;
+    s.checking ??= (async () => {
+      let user: Awaited<ReturnType<typeof liveUser>>;
+      try {
+        user = await liveUser(this.app, s);
+      } catch (err) {
+        this.end(s, 'session.ended', true);
+        throw refusalOf(err, 401, VncClose.auth, 'session.ended');
+      }
+      try {
+        const apply = await liveApply(this.app, user, ip, s.applyId);
+        if (apply.deviceId !== s.deviceId) throw new AppError(404, 40400, 'apply.not_found', 'No such apply');
+      } catch (err) {
+        this.end(s, 'apply.ended', false);
+        throw refusalOf(err, 404, VncClose.notFound, 'apply.not_found');
+      }
+      s.checkedAt = this.app.clock.now().getTime();
+    })().finally(() => {
+      s.checking = null;
+    });
+    return s.checking;
+  }
+
+  private openOf(s: CodeSession): ApplyOpen {
+    let a = this.applies.get(s.applyId);
+    if (!a) {
+      const deviceId = s.deviceId;
+      a = {
+        deviceId,
+        agent: new BoardAgent(
+          async () => (await this.opts.driver(deviceId)).connectPort(this.boardPort),
+          this.limits.connectionsPerApply,
+        ),
+        exchanges: new Set(),
+        pairs: new Set(),
+      };
+      this.applies.set(s.applyId, a);
+    }
+    return a;
+  }
+
+  private forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: Route,
+    s: CodeSession,
+    a: ApplyOpen,
+  ): void {
+    const prefix = this.prefixOf(s);
+    const ex: Exchange = { session: s.key, res, upstream: null };
+    a.exchanges.add(ex);
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > this.limits.maxRequestBytes) {
+      a.exchanges.delete(ex);
+      this.refuse(res, new Refusal(413, 0, CodeReason.tooBig, 'The request body is too large'), s);
+      return;
+    }
+    const host = req.headers.host ?? new URL(s.codeOrigin).host;
+    const upstream = http.request({
+      agent: a.agent,
+      host: '127.0.0.1',
+      port: this.boardPort,
+      method: req.method,
+      path: `${route.rest}${route.search}`,
+      headers: headersToBoard(req.headers, {
+        proto: s.codeOrigin.split(':')[0],
+        host,
+        prefix,
+      }),
+    });
+    ex.upstream = upstream;
+    let idle: NodeJS.Timeout | null = null;
+    const finish = () => {
+      a.exchanges.delete(ex);
+      if (idle) clearTimeout(idle);
+    };
+    const stall = () => {
+      if (idle) clearTimeout(idle);
+      idle = setTimeout(() => {
+        upstream.destroy();
+        if (!res.headersSent)
+          this.refuse(res, new Refusal(504, 0, CodeReason.timeout, 'The board did not answer in time'), s);
+        else res.destroy();
+      }, this.limits.idleTimeoutMs);
+      idle.unref();
+    };
+    const head = setTimeout(() => {
+      upstream.destroy();
+      this.refuse(res, new Refusal(504, 0, CodeReason.timeout, 'The board did not answer in time'), s);
+    }, this.limits.headersTimeoutMs);
+    head.unref();
+    res.once('close', () => {
+      clearTimeout(head);
+      finish();
+      // The browser went away (or the answer ended): nothing more to read from the board for it.
+      if (!res.writableFinished) upstream.destroy();
+    });
+    let sent = 0;
+    req.on('data', (chunk: Buffer) => {
+      sent += chunk.length;
+      stall();
+      if (sent > this.limits.maxRequestBytes) {
+        upstream.destroy();
+        req.unpipe(upstream);
+        this.refuse(res, new Refusal(413, 0, CodeReason.tooBig, 'The request body is too large'), s, true);
+      }
+    });
+    req.pipe(upstream);
+    upstream.on('error', (err) => {
+      clearTimeout(head);
+      if (!res.headersSent)
+        this.refuse(res, refusalOf(err, 502, VncClose.unavailable, CodeReason.unavailable), s);
+      else res.destroy();
+    });
+    upstream.on('response', (up) => {
+      clearTimeout(head);
+      let headers: http.OutgoingHttpHeaders;
+      try {
+        headers = headersFromBoard(up.headers, {
+          codeOrigin: s.codeOrigin,
+          consoleOrigin: s.consoleOrigin,
+          prefix,
+          requestPath: route.rest,
+          boardHosts: [`127.0.0.1:${this.boardPort}`, `localhost:${this.boardPort}`],
+        });
+      } catch (err) {
+        up.destroy();
+        upstream.destroy();
+        const where = err instanceof RedirectRefused ? err.message.slice(0, 200) : '';
+        return this.refuse(
+          res,
+          new Refusal(502, 0, CodeReason.redirectRefused, `The board redirected outside its path: ${where}`),
+          s,
+        );
+      }
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, headers);
+      stall();
+      up.on('data', stall);
+      up.on('error', () => res.destroy());
+      up.pipe(res);
+    });
+  }
+
+  private refuse(res: ServerResponse, r: Refusal, s?: CodeSession, closeAfter = false): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = `${r.key}\n${r.message}\n`;
+    res.writeHead(r.status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      'content-security-policy':
+        `default-src 'none'; ${s ? codeCsp(s.consoleOrigin).split(';')[0] : ''}`.trim(),
+      'x-code-reason': r.key,
+      ...(closeAfter ? { connection: 'close' } : {}),
+    });
+    res.end(body);
+  }
+
+  // ---- WebSocket
+
+  private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => {});
+    const deny = (r: Refusal) => {
+      const body = `${r.key}\n${r.message}\n`;
+      socket.end(
+        `HTTP/1.1 ${r.status} ${http.STATUS_CODES[r.status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nX-Code-Reason: ${r.key}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+    };
+    const route = codeRouteOf(req.url);
+    if (!route || route.key === null) return deny(new Refusal(404, 0, 'route.not_found', 'Not found'));
+    let s: CodeSession;
+    let a: ApplyOpen;
+    try {
+      s = this.sessionOf(req, route);
+      if (req.headers.origin !== s.codeOrigin)
+        throw new Refusal(403, 0, CodeReason.origin, 'WebSockets from another origin are refused');
+      await this.check(s, clientAddress(req, this.trusted));
+      a = this.openOf(s);
+      if (a.pairs.size >= this.limits.socketsPerApply)
+        throw new Refusal(
+          429,
+          VncClose.tooMany,
+          CodeReason.tooMany,
+          'Too many WebSockets open on this board',
+        );
+    } catch (err) {
+      return deny(refusalOf(err, 401, VncClose.auth, CodeReason.sessionMissing));
+    }
+    // A slot is held while the board is being reached, so a burst cannot exceed the limit.
+    const placeholder = { session: s.key } as Pair;
+    a.pairs.add(placeholder);
+    let relay: Duplex;
+    try {
+      relay = socketLike(await (await this.opts.driver(s.deviceId)).connectPort(this.boardPort));
+    } catch (err) {
+      a.pairs.delete(placeholder);
+      return deny(refusalOf(err, 502, VncClose.unavailable, CodeReason.unavailable));
+    }
+    const prefix = this.prefixOf(s);
+    const host = req.headers.host ?? new URL(s.codeOrigin).host;
+    const headers = headersToBoard(req.headers, { proto: s.codeOrigin.split(':')[0], host, prefix });
+    for (const k of Object.keys(headers))
+      if (k.startsWith('sec-websocket-') || k === 'host' || k === 'origin') delete headers[k];
+    const protocols = String(req.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean);
+    const board = new WebSocket(`ws://${host}${route.rest}${route.search}`, protocols, {
+      createConnection: () => relay as never,
+      headers: headers as Record<string, string>,
+      origin: s.codeOrigin,
+      perMessageDeflate: false,
+      maxPayload: this.limits.maxMessageBytes,
+      handshakeTimeout: this.limits.headersTimeoutMs,
+    });
+    board.on('error', () => {});
+    // What the board sends before the browser's side is accepted waits here (bounded: the board is
+    // paused, and at most maxMessageBytes arrive in what it had already sent).
+    const early: { data: Buffer; isBinary: boolean }[] = [];
+    const hold = (data: Buffer, isBinary: boolean) => early.push({ data, isBinary });
+    board.on('message', hold);
+    const opened = await new Promise<boolean>((resolve) => {
+      board.once('open', () => {
+        board.pause();
+        resolve(true);
+      });
+      board.once('unexpected-response', (_r, up) => {
+        up.resume();
+        resolve(false);
+      });
+      board.once('error', () => resolve(false));
+      board.once('close', () => resolve(false));
+    });
+    a.pairs.delete(placeholder);
+    if (!opened || socket.destroyed || !this.sessions.sessions.has(s.key)) {
+      board.terminate();
+      relay.destroy();
+      if (!this.sessions.sessions.has(s.key))
+        return deny(new Refusal(410, VncClose.ended, 'apply.ended', 'The code session ended'));
+      return deny(
+        new Refusal(502, VncClose.unavailable, CodeReason.unavailable, 'The board refused the WebSocket'),
+      );
+    }
+    (req as IncomingMessage & { boardProtocol?: string }).boardProtocol = board.protocol;
+    this.wss.handleUpgrade(req, socket, head, (browser) => {
+      const pair: Pair = { session: s.key, browser, board };
+      a.pairs.add(pair);
+      this.alive.add(browser);
+      browser.on('pong', () => this.alive.add(browser));
+      browser.on('error', () => {});
+      board.off('message', hold);
+      for (const m of early) browser.send(m.data, { binary: m.isBinary });
+      this.relay(pair, a);
+      board.resume();
+    });
+  }
+
+  private relay(p: Pair, a: ApplyOpen): void {
+    const { browser, board } = p;
+    const high = this.limits.highWaterBytes;
+    const pipe = (from: WebSocket, to: WebSocket) => {
+      let paused = false;
+      from.on('message', (data: Buffer, isBinary: boolean) => {
+        if (to.readyState !== WebSocket.OPEN) return;
+        to.send(data, { binary: isBinary }, () => {
+          if (paused && to.bufferedAmount <= high / 4) {
+            paused = false;
+            from.resume();
+          }
+        });
+        if (!paused && to.bufferedAmount > high) {
+          paused = true;
+          from.pause();
+        }
+      });
+    };
+    pipe(board, browser);
+    pipe(browser, board);
+    board.once('close', (code, reason) => {
+      a.pairs.delete(p);
+      if (browser.readyState === WebSocket.OPEN)
+        browser.close(sendable(code) ? code : 1000, reason.toString().slice(0, 120));
+    });
+    browser.once('close', (code, reason) => {
+      a.pairs.delete(p);
+      if (board.readyState === WebSocket.OPEN)
+        board.close(sendable(code) ? code : 1000, reason.toString().slice(0, 120));
+      else board.terminate();
+    });
+  }
+
+  // ---- cuts
+
+  /**
+   * Cuts what an apply has open (of one session when `session` is given): WebSockets close with
+   * `code`/`reason`, answers under way end (410 before their head, aborted after). Without a session
+   * left on the apply, its kept-alive board connections go too.
+   */
+  private cut(applyId: string, code: number, reason: string, session?: string): void {
+    const a = this.applies.get(applyId);
+    if (!a) return;
+    for (const p of [...a.pairs]) {
+      if (session && p.session !== session) continue;
+      a.pairs.delete(p);
+      if (!p.browser) continue;
+      if (p.browser.readyState === WebSocket.OPEN) p.browser.close(code, reason);
+      p.board.terminate();
+    }
+    for (const ex of [...a.exchanges]) {
+      if (session && ex.session !== session) continue;
+      a.exchanges.delete(ex);
+      ex.upstream?.destroy();
+      if (!ex.res.headersSent)
+        this.refuse(ex.res, new Refusal(410, code, reason, 'The code session was cut'));
+      else ex.res.destroy();
+    }
+    const left = [...this.sessions.sessions.values()].some((o) => o.applyId === applyId);
+    if (!session || !left) {
+      a.agent.destroy();
+      if (a.pairs.size === 0 && a.exchanges.size === 0) this.applies.delete(applyId);
+    }
+  }
+
+  /** Ends a session: its cookie stops working, what it has open is cut. */
+  private end(s: CodeSession, reason: string, signIn: boolean): void {
+    if (!this.sessions.sessions.delete(s.key)) return;
+    this.cut(s.applyId, signIn ? VncClose.auth : VncClose.ended, reason, s.key);
+    this.app.log.info({ applyId: s.applyId, reason }, 'code session ended');
+  }
+
+  private onControl(m: BusMessage): void {
+    const cutApplies = new Map<string, string>();
+    for (const s of [...this.sessions.sessions.values()]) {
+      const c = controlCut(m, s, 'apply.ended');
+      if (!c) continue;
+      if (c.kind === 'end') this.end(s, c.reason, c.signIn);
+      else {
+        s.checkedAt = 0;
+        cutApplies.set(s.applyId, c.reason);
+      }
+    }
+    for (const [applyId, reason] of cutApplies) this.cut(applyId, VncClose.ended, reason);
+  }
+
+  private tick(): void {
+    const busy = (x: CodeSession) =>
+      [...(this.applies.get(x.applyId)?.pairs ?? [])].some((p) => p.session === x.key);
+    for (const s of this.sessions.sweep(busy)) this.end(s, 'code.idle', false);
+    // A sign-in that expires ends no request of its own: sessions with open WebSockets are checked here.
+    for (const s of this.sessions.sessions.values()) if (busy(s)) this.check(s, '').catch(() => {});
+    for (const ws of this.wss.clients) {
+      if (!this.alive.has(ws)) {
+        ws.terminate();
+        continue;
+      }
+      this.alive.delete(ws);
+      ws.ping();
+    }
+  }
+}
+
+/** The host name of a Host value, without its port. */
+function hostOnly(host: string): string {
+  return host.replace(/:\d+$/, '');
+}
