@@ -1,6 +1,9 @@
 // The board's desktop in Chromium against the real service: the VNC pane opened from the palette by
 // keyboard, the desktop canvas drawn (pixels checked, not just a canvas), text typed into the xterm on
-// it and read back through a shell on the same board; the showVnc cookie; the code window's fallback.
+// it and read back through a shell on the same board; the showVnc cookie; the code window's fallback
+// while the board runs no code-server, then, with a web app started on the board's code-server port,
+// that app inside the code window's iframe (from the code origin, unable to reach the console's
+// storage) and in a new tab.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -55,7 +58,7 @@ describe.skipIf(SKIP_E2E)('the board’s desktop and code window', () => {
     if (!hostDesktop())
       throw new Error('no desktop on this host: apt-get install tigervnc-standalone-server openbox xterm');
     fs.mkdirSync(SHOTS, { recursive: true });
-    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
+    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD, BIANBU_CODE_PORT: '0' });
     browser = await launchChromium();
     token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
     await api(svc, token, '/api/device/request-device', {
@@ -152,4 +155,56 @@ describe.skipIf(SKIP_E2E)('the board’s desktop and code window', () => {
     await page.locator('[data-pane-id="editor"]').waitFor();
     expect((await ctx.cookies()).find((c) => c.name === 'showCode')?.value).toBe('true');
   }, 60_000);
+
+  it('with an app on the board’s code-server port, the code window shows it from the code origin, by keyboard and in a new tab', async () => {
+    // A small web app standing in for code-server, started in the board as its user (uid 1000).
+    const app =
+      "require('http').createServer((q,s)=>{s.setHeader('content-type','text/html');" +
+      "s.end('<h1 id=code-fixture>board app '+process.getuid()+' at '+q.url+'</h1>')}).listen(8080,'127.0.0.1',()=>console.log('app-'+'up'))";
+    await wb.run(
+      0,
+      `(setpriv --reuid=1000 --regid=1000 --init-groups node -e "${app}" > /tmp/code-app.log 2>&1 &); sleep 1; cat /tmp/code-app.log`,
+      'app-up',
+    );
+    // Close and open the code window by keyboard: it asks again and finds the app.
+    await page.keyboard.press('Control+Alt+KeyC');
+    await page.getByTestId('code-pane').waitFor({ state: 'detached' });
+    await page.keyboard.press('Control+Alt+KeyC');
+    await expect
+      .poll(() => page.getByTestId('code-pane').getAttribute('data-available'), { timeout: 20_000 })
+      .toBe('yes');
+    const frame = page.frameLocator('[data-testid="code-frame"]');
+    await expect
+      .poll(() => frame.locator('#code-fixture').textContent(), { timeout: 20_000 })
+      .toBe('board app 1000 at /');
+    // The page runs on the code origin (another port), after the ticket left its address.
+    const inner = page.frames().find((f) => f.url().includes('/code/'));
+    expect(inner).toBeTruthy();
+    const url = new URL(inner!.url());
+    expect(url.origin).not.toBe(new URL(svc.url).origin);
+    expect(url.hostname).toBe('127.0.0.1');
+    expect(url.search).toBe('');
+    expect(url.pathname).toMatch(/^\/code\/[^/]+\/[A-Za-z0-9_-]+\/$/);
+    // The board's script cannot reach the console's window or its stored sign-in.
+    const reach = await inner!.evaluate(() => {
+      try {
+        return String(window.parent.localStorage.getItem('token'));
+      } catch {
+        return 'blocked';
+      }
+    });
+    expect(reach).toBe('blocked');
+    await page.screenshot({ path: path.join(SHOTS, 'desktop-code-frame-en.png') });
+
+    // Open in a new tab: the app again, on a session of its own.
+    const [tab] = await Promise.all([ctx.waitForEvent('page'), page.getByTestId('code-open-tab').click()]);
+    await tab.waitForLoadState();
+    await expect
+      .poll(() => tab.locator('#code-fixture').textContent(), { timeout: 20_000 })
+      .toBe('board app 1000 at /');
+    expect(new URL(tab.url()).origin).toBe(url.origin);
+    expect(new URL(tab.url()).pathname).not.toBe(url.pathname);
+    expect(await tab.evaluate(() => window.opener === null)).toBe(true);
+    await tab.close();
+  }, 90_000);
 });

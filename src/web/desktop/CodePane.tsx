@@ -1,11 +1,20 @@
-// The code window: VS Code (code-server) on the board where it runs one; otherwise it says so and
-// offers the built-in file tree and editor. The proxy to a board's code-server is not built yet, so a
-// board that has one is named as such and the built-in editor is offered as well.
-import { useEffect, useState } from 'react';
+// The code window: VS Code (code-server) on the board, shown from the code origin in an iframe, where
+// the board runs one and the service runs the code proxy; otherwise it says why and offers the
+// built-in file tree and editor. The iframe never shows the console's origin: its URL is a one-time
+// ticket (codeTicket) that the code listener turns into a cookie of its own (src/shared/desktop.ts,
+// "The code window"). The sandbox keeps the board's page from navigating the console itself.
+import { useCallback, useEffect, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { desktopCalls } from '#shared/desktop.ts';
-import { call } from '#web/api/http.ts';
+import { CodeReason, DesktopUnavailable, desktopCalls } from '#shared/desktop.ts';
+import { ApiError, call } from '#web/api/http.ts';
 import { Button, Spinner } from '#web/components/ui.tsx';
+
+const [statusCall, ticketCall] = desktopCalls;
+
+type State =
+  | { kind: 'checking' }
+  | { kind: 'frame'; url: string }
+  | { kind: 'fallback'; reason: 'none' | 'proxyOff' | 'statusFailed' | 'ticketFailed' };
 
 export function CodePane({
   applyId,
@@ -18,39 +27,129 @@ export function CodePane({
   onOpenEditor: () => void;
 }) {
   const { t } = useTranslation('desktop');
-  const [state, setState] = useState<'checking' | 'yes' | 'no' | 'failed'>('checking');
+  const [state, setState] = useState<State>({ kind: 'checking' });
+  const [opening, setOpening] = useState(false);
+
+  const ticket = useCallback(async (): Promise<State> => {
+    try {
+      const r = await call(ticketCall, { applyId }, { silent: true });
+      return { kind: 'frame', url: r.url };
+    } catch (err) {
+      const off = err instanceof ApiError && err.key === CodeReason.proxyOff;
+      return { kind: 'fallback', reason: off ? 'proxyOff' : 'ticketFailed' };
+    }
+  }, [applyId]);
+
   useEffect(() => {
     let stop = false;
-    call(desktopCalls[0], { applyId }, { silent: true }).then(
-      (r) => !stop && setState(r.code.available ? 'yes' : 'no'),
-      () => !stop && setState('failed'),
-    );
+    setState({ kind: 'checking' });
+    (async () => {
+      let next: State;
+      try {
+        const r = await call(statusCall, { applyId }, { silent: true });
+        if (r.code.available) next = await ticket();
+        else
+          next = {
+            kind: 'fallback',
+            reason: r.code.reason === DesktopUnavailable.codeProxyOff ? 'proxyOff' : 'none',
+          };
+      } catch {
+        next = { kind: 'fallback', reason: 'statusFailed' };
+      }
+      if (!stop) setState(next);
+    })();
     return () => {
       stop = true;
     };
-  }, [applyId]);
-  if (state === 'checking')
+  }, [applyId, ticket]);
+
+  const reload = async () => {
+    setState({ kind: 'checking' });
+    setState(await ticket());
+  };
+
+  const openTab = async () => {
+    setOpening(true);
+    // The tab is opened at once (a popup blocker allows it during the click) and sent to the ticket
+    // URL when it arrives; `opener` is cut so the board's page cannot reach the console's window.
+    const w = window.open('about:blank', '_blank');
+    if (w) w.opener = null;
+    const next = await ticket();
+    setOpening(false);
+    if (next.kind === 'frame') {
+      if (w) w.location.href = next.url;
+    } else {
+      w?.close();
+      setState(next);
+    }
+  };
+
+  if (state.kind === 'checking')
     return (
       <div className="flex h-full items-center justify-center gap-2 text-[13px] text-zinc-500">
         <Spinner size={14} /> {t('code.checking')}
       </div>
     );
+
+  const fallbackButtons = (variant: 'ghost' | 'secondary') => (
+    <>
+      <Button size="sm" variant={variant} icon="layers" onClick={onOpenFiles} data-testid="code-open-files">
+        {t('code.openFiles')}
+      </Button>
+      <Button size="sm" variant={variant} icon="book" onClick={onOpenEditor} data-testid="code-open-editor">
+        {t('code.openEditor')}
+      </Button>
+    </>
+  );
+
+  if (state.kind === 'frame')
+    return (
+      <div className="flex h-full min-h-0 flex-col" data-testid="code-pane" data-available="yes">
+        <div className="flex shrink-0 flex-wrap items-center gap-1.5 border-b border-zinc-200 px-2 py-1 text-[11px] dark:border-zinc-800">
+          <span className="mr-auto text-zinc-500">{t('code.title')}</span>
+          <Button size="sm" variant="ghost" icon="refresh" onClick={reload} data-testid="code-reload">
+            {t('code.reload')}
+          </Button>
+          <Button
+            size="sm"
+            variant="ghost"
+            icon="external"
+            onClick={openTab}
+            loading={opening}
+            data-testid="code-open-tab"
+          >
+            {t('code.openTab')}
+          </Button>
+          {fallbackButtons('ghost')}
+        </div>
+        <iframe
+          key={state.url}
+          src={state.url}
+          title={t('code.frameTitle')}
+          className="min-h-0 w-full flex-1 border-0 bg-white"
+          data-testid="code-frame"
+          referrerPolicy="no-referrer"
+          // A different origin may keep its own origin (it is not the console's); no top navigation.
+          sandbox="allow-scripts allow-same-origin allow-forms allow-popups allow-downloads allow-modals"
+          allow="clipboard-read; clipboard-write"
+        />
+      </div>
+    );
+
   return (
     <div
       className="flex h-full flex-col items-center justify-center gap-3 p-4 text-center text-[13px] text-zinc-600 dark:text-zinc-400"
       data-testid="code-pane"
-      data-available={state}
+      data-available={state.reason === 'none' ? 'no' : state.reason === 'proxyOff' ? 'off' : 'failed'}
     >
-      <p data-testid="code-message">
-        {state === 'yes' ? t('code.proxyMissing') : state === 'no' ? t('code.none') : t('code.statusFailed')}
-      </p>
+      <p data-testid="code-message">{t(`code.${state.reason}`)}</p>
       <div className="flex gap-2">
-        <Button size="sm" icon="layers" onClick={onOpenFiles} data-testid="code-open-files">
-          {t('code.openFiles')}
-        </Button>
-        <Button size="sm" icon="book" onClick={onOpenEditor} data-testid="code-open-editor">
-          {t('code.openEditor')}
-        </Button>
+        {state.reason === 'ticketFailed' && (
+          <Button size="sm" icon="refresh" onClick={reload} data-testid="code-reload">
+            {t('code.reload')}
+          </Button>
+        )}
+        {fallbackButtons('secondary')}
       </div>
     </div>
   );
