@@ -64,7 +64,7 @@ describe('headersFromBoard', () => {
         'transfer-encoding': 'chunked',
         'strict-transport-security': 'max-age=1',
         'clear-site-data': '"*"',
-        'service-worker-allowed': '/',
+        'service-worker-allowed': '/../../..',
         'access-control-allow-origin': '*',
         'content-type': 'text/html',
         'set-cookie': ['a=1; Domain=host', 'bianbu_code=x'],
@@ -81,6 +81,18 @@ describe('headersFromBoard', () => {
     expect(() =>
       headersFromBoard({ location: 'https://evil.example' }, { ...o, consoleOrigin: 'http://host:8080' }),
     ).toThrow(RedirectRefused);
+    // code-server's service worker asks for the board's root: it gets the board's path, no more.
+    for (const [asked, given] of [
+      ['/', `${prefix}/`],
+      ['../..', undefined],
+      ['https://evil.example/', undefined],
+    ])
+      expect(
+        headersFromBoard({ 'service-worker-allowed': asked }, { ...o, consoleOrigin: 'http://host:8080' })[
+          'service-worker-allowed'
+        ],
+        asked,
+      ).toBe(given);
   });
 });
 

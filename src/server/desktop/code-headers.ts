@@ -1,7 +1,7 @@
 // Headers across the /code/ proxy. The board is hostile: what it answers may only act on its own path
 // (/code/{applyId}/{key}/) of the code origin. Its cookies are moved under that path; its redirects
-// must stay inside it; headers that act on the whole host (HSTS, Clear-Site-Data, a service worker
-// scope wider than its path, CORS grants, Alt-Svc) are dropped; and every answer carries our CSP, so
+// must stay inside it, and so must the scope its service worker may claim; headers that act on the
+// whole host (HSTS, Clear-Site-Data, CORS grants, Alt-Svc) are dropped; and every answer carries our CSP, so
 // only the console (and the board's own pages) may frame it. Towards the board, hop-by-hop headers and
 // our own cookie are removed.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
@@ -26,7 +26,6 @@ const DROPPED_FROM_BOARD = new Set([
   'public-key-pins',
   'public-key-pins-report-only',
   'clear-site-data',
-  'service-worker-allowed',
   'alt-svc',
   'set-cookie2',
   'content-security-policy-report-only',
@@ -169,6 +168,13 @@ export function headersFromBoard(
       const loc = scopeLocation(String(value), o);
       if (loc === null) throw new RedirectRefused(String(value));
       out.location = loc;
+      continue;
+    }
+    if (name === 'service-worker-allowed') {
+      // The widest scope a service worker may claim: a path of the board, so at most the board's path
+      // here (code-server asks for its root, "/"); anything that leads outside is dropped.
+      const scope = scopeLocation(String(value), o);
+      if (scope !== null) out[name] = scope.replace(/[?#].*$/, '');
       continue;
     }
     if (name === 'content-security-policy') {
