@@ -64,7 +64,8 @@ class Refusal extends Error {
 const refusalOf = (err: unknown, status: number, close: number, fallbackKey: string): Refusal => {
   if (err instanceof Refusal) return err;
   if (err instanceof AppError) return new Refusal(status, close, err.key, err.message);
-  return new Refusal(status, close, fallbackKey, (err as Error)?.message ?? String(err));
+  // Anything else (a driver or storage failure) is named by the key only; its text stays in the log.
+  return new Refusal(status, close, fallbackKey, 'The code session could not be served');
 };
 
 interface Route {
@@ -335,6 +336,8 @@ export class CodeProxy {
         throw new Refusal(429, VncClose.tooMany, CodeReason.tooMany, 'Too many requests open on this board');
       this.forward(req, res, route, s, a);
     } catch (err) {
+      if (!(err instanceof Refusal) && !(err instanceof AppError))
+        this.app.log.warn({ err }, 'code proxy request failed');
       this.refuse(res, refusalOf(err, 401, VncClose.auth, CodeReason.sessionMissing), undefined);
     }
   }
