@@ -5,9 +5,6 @@ export default import.meta.glob<Record<string, unknown>>(
     '../../../../locales/en/*.json',
     '!../../../../locales/en/sequences.json',
     '!../../../../locales/en/desktop.json',
-    '!../../../../locales/en/files.json',
-    '!../../../../locales/en/terminal.json',
-    '!../../../../locales/en/settings.json',
   ],
   {
     eager: true,

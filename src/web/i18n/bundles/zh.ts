@@ -5,9 +5,6 @@ export default import.meta.glob<Record<string, unknown>>(
     '../../../../locales/zh/*.json',
     '!../../../../locales/zh/sequences.json',
     '!../../../../locales/zh/desktop.json',
-    '!../../../../locales/zh/files.json',
-    '!../../../../locales/zh/terminal.json',
-    '!../../../../locales/zh/settings.json',
   ],
   {
     eager: true,
