@@ -105,6 +105,13 @@ export const sshDriverOptions = z.object({
   /** Per-call timeout. */
   timeoutMs: z.number().int().min(500).max(600_000).default(10_000),
   memoryMb: z.number().int().positive().optional(),
+  /**
+   * The board's VNC server port on its own loopback, reached through the SSH connection (never a port
+   * opened on the board's network); null: the board has no desktop.
+   */
+  vncPort: z.number().int().min(1).max(65535).nullable().default(5900),
+  /** Its code-server's (or other web IDE's) port on its loopback, reached the same way; null: none. */
+  codeServerPort: z.number().int().min(1).max(65535).nullable().default(8080),
   /** Commands run on the board (argv; quoted safely for the remote shell). */
   commands: z
     .object({
@@ -118,6 +125,12 @@ export const sshDriverOptions = z.object({
       flash: argv.optional(),
       /** Runs a plugin; topic, data and nodeId are appended as arguments. */
       plugin: argv.optional(),
+      /**
+       * Starts the board's code-server when nothing answers on `codeServerPort` (run once, on the first
+       * code window; it must return once the server is started in the background, e.g.
+       * `["sh", "-c", "nohup code-server --auth none --bind-addr 127.0.0.1:8080 >/tmp/code-server.log 2>&1 &"]`).
+       */
+      codeServer: argv.optional(),
     })
     .default({}),
 });

@@ -1,11 +1,12 @@
 // One driver suite, run against both drivers: a real bubblewrap sandbox (local) and a real OpenSSH
 // server on loopback (ssh).
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BoardDriver, DriverError, type PtyHandle } from '#server/boards/driver.ts';
+import { type BoardDriver, Capability, DriverError, type PtyHandle } from '#server/boards/driver.ts';
 import { LocalDriver } from '#server/boards/local/local-driver.ts';
 import { shQuote } from '#server/boards/ssh/quote.ts';
 import { SshDriver } from '#server/boards/ssh/ssh-driver.ts';
@@ -630,5 +631,62 @@ describe('an ssh board', () => {
     expect(got).toBe('vnc hello');
     server.close();
     await d.stop();
+  });
+
+  it('reaches the desktop and code-server at the ports the lab declares, starting code-server with its command once', async () => {
+    const net = await import('node:net');
+    const read = (sock: import('node:stream').Duplex) =>
+      new Promise<string>((resolve) => {
+        let t = '';
+        sock.on('data', (b: Buffer) => {
+          t += b.toString();
+        });
+        sock.on('end', () => resolve(t));
+      });
+    const vnc = net.createServer((c) => c.end('RFB 003.008')).listen(0, '127.0.0.1');
+    await new Promise((r) => vnc.once('listening', r));
+    // A free port for the code-server the start command brings up on the "board" (this host over ssh).
+    const probe = net.createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => probe.once('listening', r));
+    const codePort = (probe.address() as import('node:net').AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const marker = path.join(s.dir, 'code-starts');
+    const server = `require('net').createServer((c) => c.end('code hello')).listen(${codePort}, '127.0.0.1')`;
+    const d = new SshDriver({
+      boardId: 'ports',
+      name: 'ports',
+      options: opts({
+        vncPort: (vnc.address() as import('node:net').AddressInfo).port,
+        codeServerPort: codePort,
+        commands: {
+          codeServer: ['sh', '-c', `echo x >> ${marker}; (${process.execPath} -e "${server}" >/dev/null 2>&1 &)`],
+        },
+      }),
+    });
+    await d.start();
+    expect(d.capabilities().has(Capability.vnc)).toBe(true);
+    expect(await read(await d.connectVnc())).toBe('RFB 003.008');
+    // Nothing answers yet: three callers at once start it once, and all reach it.
+    const got = await Promise.all([d.connectCode(), d.connectCode(), d.connectCode()].map(async (p) => read(await p)));
+    expect(got).toEqual(['code hello', 'code hello', 'code hello']);
+    expect(await read(await d.connectCode())).toBe('code hello');
+    expect(fs.readFileSync(marker, 'utf8')).toBe('x\n');
+    await d.stop();
+    vnc.close();
+    spawnSync('pkill', ['-f', `listen\\(${codePort}`]);
+
+    // A board that declares neither has neither capability, and says so.
+    const none = new SshDriver({ boardId: 'none', name: 'none', options: opts({ vncPort: null, codeServerPort: null }) });
+    await none.start();
+    expect(none.capabilities().has(Capability.vnc)).toBe(false);
+    expect(none.capabilities().has(Capability.codeServer)).toBe(false);
+    await expect(none.connectVnc()).rejects.toMatchObject({ key: 'capability.unsupported' });
+    await expect(none.connectCode()).rejects.toMatchObject({ key: 'capability.unsupported' });
+    // Declared without a start command: nothing answering is a plain refusal.
+    const bare = new SshDriver({ boardId: 'bare', name: 'bare', options: opts({ codeServerPort: codePort }) });
+    await bare.start();
+    await expect(bare.connectCode()).rejects.toMatchObject({ key: 'driver.failed' });
+    await none.stop();
+    await bare.stop();
   });
 });

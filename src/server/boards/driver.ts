@@ -151,4 +151,14 @@ export interface BoardDriver {
    * without it are reached by `connectPort` at the board's VNC port.
    */
   connectVnc?(): Promise<import('node:stream').Duplex>;
+  /**
+   * A stream to the board's code-server, started first where the driver knows how (a start command in
+   * the lab file). Drivers without it are reached by `connectPort` at VNC_LIMITS.codeServerPort.
+   */
+  connectCode?(): Promise<import('node:stream').Duplex>;
+  /**
+   * True when `connectCode` starts a code-server itself with nothing running yet (local boards on a
+   * host with code-server installed), so the code window is offered before one answers.
+   */
+  startsCodeServer?(): boolean;
 }

@@ -58,6 +58,8 @@ export class SshDriver implements BoardDriver {
   private swept: Promise<void> | null = null;
   private lastCpu: { busy: number; total: number } | null = null;
   private readonly open = new Set<ClientChannel>();
+  /** A code-server start in progress (connectCode), shared by the callers that found nothing answering. */
+  private codeStart: Promise<void> | null = null;
   readonly files: BoardDriver['files'];
 
   constructor(init: SshBoardInit) {
@@ -102,8 +104,8 @@ export class SshDriver implements BoardDriver {
       Capability.shell,
       Capability.files,
       Capability.metrics,
-      Capability.vnc,
-      Capability.codeServer,
+      ...(this.o.vncPort !== null ? [Capability.vnc] : []),
+      ...(this.o.codeServerPort !== null ? [Capability.codeServer] : []),
       ...(c.serial ? [Capability.serial] : []),
       ...(c.powerReset ? [Capability.powerReset] : []),
       ...(c.flash ? [Capability.flash] : []),
@@ -434,6 +436,45 @@ export class SshDriver implements BoardDriver {
       if (err instanceof DriverError && err.key === 'driver.command_failed') throw new DriverError('plugin.failed', err.message);
       throw err;
     }
+  }
+
+  /** The board's VNC server at its declared port, through the SSH connection. */
+  async connectVnc(): Promise<Duplex> {
+    if (this.o.vncPort === null) throw new DriverError('capability.unsupported', 'This board declares no VNC server');
+    return this.connectPort(this.o.vncPort);
+  }
+
+  /**
+   * The board's code-server at its declared port, through the SSH connection. Nothing answering and a
+   * start command declared: the command runs once (concurrent callers wait for the same start), then
+   * the port is tried again until it answers or the board's timeout passes.
+   */
+  async connectCode(): Promise<Duplex> {
+    const port = this.o.codeServerPort;
+    if (port === null) throw new DriverError('capability.unsupported', 'This board declares no code-server');
+    try {
+      return await this.connectPort(port);
+    } catch (err) {
+      const start = this.o.commands?.codeServer;
+      if (!start || !(err instanceof DriverError) || err.key !== 'driver.failed') throw err;
+    }
+    this.codeStart ??= (async () => {
+      await this.runArgv(this.o.commands!.codeServer!, this.o.timeoutMs);
+      const deadline = Date.now() + this.o.timeoutMs * 3;
+      for (;;) {
+        try {
+          (await this.connectPort(port)).destroy();
+          return;
+        } catch (err) {
+          if (Date.now() > deadline) throw err;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    })().finally(() => {
+      this.codeStart = null;
+    });
+    await this.codeStart;
+    return this.connectPort(port);
   }
 
   async connectPort(port: number): Promise<Duplex> {
