@@ -1,6 +1,7 @@
 // VNC bridge benchmark (node --import tsx tests/bench/vnc.bench.ts). Prints figures; not pass/fail.
 //
-// The same board's Xvnc, reached two ways in one run, interleaved (direct, bridge, direct, bridge …):
+// The same board's Xvnc, reached two ways in one run, in pairs of alternating order (direct+bridge,
+// bridge+direct, …; BENCH_VNC_PASSES pairs), each pair giving a ratio:
 //   direct  the driver's own stream to the board's RFB socket (connectVnc: the relay inside the board
 //           to its unix socket) — the anchor, what any bridge has to go through;
 //   bridge  /vnc/{applyId}: a WebSocket to the service, which relays to that same stream.
@@ -31,7 +32,7 @@ import {
 const FRAMES = Number(process.env.BENCH_VNC_FRAMES ?? 40);
 const ROUNDS = Number(process.env.BENCH_VNC_ROUNDS ?? 300);
 const SESSIONS = Number(process.env.BENCH_VNC_SESSIONS ?? 8);
-const PASSES = Number(process.env.BENCH_VNC_PASSES ?? 3);
+const PASSES = Number(process.env.BENCH_VNC_PASSES ?? 6);
 
 const median = (xs: number[]) => pct(xs, 50);
 
@@ -100,8 +101,12 @@ async function main() {
       w.once('error', reject);
       w.once('exit', (code) => code !== 0 && reject(new Error(`worker exited ${code}`)));
     });
+  // Pairs in alternating order (direct then bridge, bridge then direct, …), so a drift of the machine
+  // or of Xvnc over the run weighs on both sides alike; each pair gives one ratio.
+  const ratios: number[] = [];
   for (let pass = 0; pass < PASSES; pass++) {
-    for (const name of ['direct', 'bridge'] as const) {
+    const order = pass % 2 === 0 ? (['direct', 'bridge'] as const) : (['bridge', 'direct'] as const);
+    for (const name of order) {
       let res: PassResult;
       if (name === 'direct') {
         const r = await direct();
@@ -115,6 +120,7 @@ async function main() {
         `pass ${pass + 1} ${name.padEnd(6)} ${res.mibs.toFixed(0).padStart(5)} MiB/s   1×1 round trip p50 ${res.p50.toFixed(3)} ms p99 ${res.p99.toFixed(3)} ms`,
       );
     }
+    ratios.push(results.bridge.mibs[pass] / results.direct.mibs[pass]);
   }
   const d = results.direct;
   const b = results.bridge;
@@ -126,7 +132,7 @@ async function main() {
     `  /vnc bridge:     ${median(b.mibs).toFixed(0)} MiB/s, round trip p50 ${median(b.p50).toFixed(3)} ms, p99 ${median(b.p99).toFixed(3)} ms`,
   );
   console.log(
-    `  bridge / direct: ${((median(b.mibs) / median(d.mibs)) * 100).toFixed(0)}% of the throughput, +${(median(b.p50) - median(d.p50)).toFixed(3)} ms p50`,
+    `  bridge / direct: ${((median(b.mibs) / median(d.mibs)) * 100).toFixed(0)}% of the median throughputs; per pair ${ratios.map((r) => `${(r * 100).toFixed(0)}%`).join(' ')} (median ${(median(ratios) * 100).toFixed(0)}%); +${(median(b.p50) - median(d.p50)).toFixed(3)} ms p50`,
   );
 
   // Memory per idle session: the JavaScript heap and buffers (RSS moves by more than a few sessions).
