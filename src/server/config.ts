@@ -97,6 +97,15 @@ const configSchema = z.object({
     (v) => (v === '' ? undefined : v),
     z.coerce.number().int().min(0).max(65535).optional(),
   ),
+  /**
+   * The host's code-server install (scripts/install-code-server.sh), which local boards start inside
+   * themselves on the code window's first use. Must be under /usr (the tree boards see); empty: none,
+   * the code window shows only what answers on a board's code port, else offers the built-in editor.
+   */
+  BIANBU_CODE_SERVER_DIR: z
+    .string()
+    .default('/usr/local/lib/bianbu-code-server')
+    .refine((v) => v === '' || (/^\/usr\//.test(v) && !v.split('/').includes('..')), 'must be a directory under /usr/ (boards see only the host\'s /usr), or empty'),
   /** Public origin of that listener when a reverse proxy serves it (default: the console's host on BIANBU_CODE_PORT). */
   BIANBU_CODE_ORIGIN: z.preprocess(
     (v) => (v === '' ? undefined : v),

@@ -88,7 +88,7 @@ export const VNC_QUALITY_RANGE = { min: 0, max: 9 } as const;
 export const DesktopUnavailable = {
   /** The board's driver has no desktop (a local board on a host without Xvnc, an ssh board without VNC). */
   noDesktop: 'desktop.none',
-  /** The board declares no code-server, or nothing answers on its port. */
+  /** The board declares no code-server, nothing answers on its port, and it starts none itself. */
   noCodeServer: 'code.none',
   /** Something answers on the board's code-server port, but this service runs no code proxy (BIANBU_CODE_PORT unset). */
   codeProxyOff: 'code.proxy_off',
@@ -112,6 +112,10 @@ export const DesktopUnavailable = {
 // Requests under that path need both the key (in the path) and the cookie: a page of another board
 // on the same code origin knows neither. Every request and upgrade re-checks the sign-in and the apply
 // (cached CODE_LIMITS.liveCheckMs at most) and goes to the board's port with the prefix stripped.
+// Local boards on a host with code-server installed (scripts/install-code-server.sh) start it inside
+// the board, as its user, on the first connection that finds nothing on that port (and again after it
+// died); desktopStatus says `code.available` for them before it runs. Elsewhere only what already
+// answers there is shown.
 //
 // Refusals answer an HTTP status and a text body `{key}\n{message}`; WebSockets close with the same
 // codes as the VNC bridge (VncClose) and these reason keys, or the apply's own (apply.ended,

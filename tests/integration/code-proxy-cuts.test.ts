@@ -135,6 +135,8 @@ describe('the /code/ proxy cut by a reset, a flash and a member’s removal', ()
         BIANBU_LAB_FILE: labFile,
         BIANBU_CODE_PORT: '0',
         HOST: '127.0.0.1',
+        // The stand-in app on the code port, restarted by the test after a reset: boards start no code-server.
+        BIANBU_CODE_SERVER_DIR: '',
         BIANBU_PROBE_INTERVAL_MS: '600000',
         BIANBU_METRICS_INTERVAL_MS: '600000',
       },

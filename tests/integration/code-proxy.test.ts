@@ -193,7 +193,8 @@ describe('the /code/ proxy to an application inside a local board', () => {
 
   beforeAll(async () => {
     if (process.getuid?.() !== 0) throw new Error('local boards need the tests to run as root');
-    t = await makeTestApp({ env: { BIANBU_CODE_PORT: '0', HOST: '127.0.0.1' } });
+    // The stand-in app, not code-server (code-server.test.ts runs the real one): boards start none.
+    t = await makeTestApp({ env: { BIANBU_CODE_PORT: '0', HOST: '127.0.0.1', BIANBU_CODE_SERVER_DIR: '' } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
     codePort = t.app.code!.port;

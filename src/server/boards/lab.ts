@@ -215,6 +215,7 @@ export class BoardLab {
         boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
         pluginsDir: this.pluginsDir,
         sandboxed: hostSupport().userns,
+        codeServerDir: this.app.config.BIANBU_CODE_SERVER_DIR || null,
         log,
       });
     }

@@ -4,7 +4,8 @@
 //
 // Lifecycle of a request: path /code/{applyId}/{key}/{rest} → session by key, proven by its cookie →
 // sign-in and apply checked live (cached CODE_LIMITS.liveCheckMs) → HTTP: sent to the board's port
-// through the apply's BoardAgent (kept-alive relays from `driver.connectPort`, at most
+// through the apply's BoardAgent (kept-alive relays from `driver.connectCode` — which starts a local
+// board's code-server on first use — or `driver.connectPort`, at most
 // connectionsPerApply), bodies streamed both ways with backpressure, head and idle timeouts; upgrade:
 // Origin must be the code origin, a WebSocket to the board over a fresh relay, messages relayed with
 // bounded buffers. Everything of an apply is cut (HTTP 410 or an aborted body, WebSocket 4410 with
@@ -416,6 +417,17 @@ export class CodeProxy {
     return s.checking;
   }
 
+  /**
+   * A stream to the board's code port: through the driver's `connectCode` where it has one (it starts
+   * code-server when nothing answers), else the port itself. A proxy built for another port asks for it.
+   */
+  private async connectBoard(deviceId: string): Promise<Duplex> {
+    const driver = await this.opts.driver(deviceId);
+    return driver.connectCode && this.boardPort === VNC_LIMITS.codeServerPort
+      ? driver.connectCode()
+      : driver.connectPort(this.boardPort);
+  }
+
   private openOf(s: CodeSession): ApplyOpen {
     let a = this.applies.get(s.applyId);
     if (!a) {
@@ -423,7 +435,7 @@ export class CodeProxy {
       a = {
         deviceId,
         agent: new BoardAgent(
-          async () => (await this.opts.driver(deviceId)).connectPort(this.boardPort),
+          async () => this.connectBoard(deviceId),
           this.limits.connectionsPerApply,
         ),
         exchanges: new Set(),
@@ -590,7 +602,7 @@ export class CodeProxy {
     a.pairs.add(placeholder);
     let relay: Duplex;
     try {
-      relay = socketLike(await (await this.opts.driver(s.deviceId)).connectPort(this.boardPort));
+      relay = socketLike(await this.connectBoard(s.deviceId));
     } catch (err) {
       a.pairs.delete(placeholder);
       return deny(refusalOf(err, 502, VncClose.unavailable, CodeReason.unavailable));

@@ -55,19 +55,23 @@ export const desktopFeature: Feature = {
         const vnc = caps.has(Capability.vnc)
           ? { available: true }
           : { available: false, reason: DesktopUnavailable.noDesktop };
-        // code-server is there when something answers on its port (nothing is started for it).
+        // code-server is there when the board starts one on first use (a local board on a host with
+        // the install: nothing is started by asking), or when something answers on its port.
         let code: { available: boolean; reason?: string } = {
           available: false,
           reason: DesktopUnavailable.noCodeServer,
         };
         if (caps.has(Capability.codeServer)) {
-          const s = await driver.connectPort(VNC_LIMITS.codeServerPort).catch(() => null);
-          if (s) {
-            s.destroy();
+          let there = driver.startsCodeServer?.() ?? false;
+          if (!there) {
+            const s = await driver.connectPort(VNC_LIMITS.codeServerPort).catch(() => null);
+            s?.destroy();
+            there = s !== null;
+          }
+          if (there)
             code = app.code
               ? { available: true }
               : { available: false, reason: DesktopUnavailable.codeProxyOff };
-          }
         }
         return { vnc, code };
       },

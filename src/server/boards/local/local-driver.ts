@@ -34,6 +34,7 @@ import { BoardCgroups } from './cgroups.ts';
 import { BoardDisk, isMountPoint } from './disk.ts';
 import { localFiles } from './files.ts';
 import { hostSupport } from './host-support.ts';
+import { BoardCodeServer, DEFAULT_CODE_SERVER_DIR, hostCodeServer } from './code-server.ts';
 import { boardNode, DESKTOP_PREPARE, DESKTOP_START, hostDesktop, spawnRelay, UNIX_RELAY, VNC_SOCKET } from './desktop.ts';
 import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
@@ -67,6 +68,8 @@ export interface LocalBoardInit {
   uidRegistry?: string;
   /** Host directory under which board roots are mounted for their sandboxes. */
   runDir?: string;
+  /** The host's code-server install (code-server.ts; default DEFAULT_CODE_SERVER_DIR); null: none. */
+  codeServerDir?: string | null;
 }
 
 export const DEFAULT_RUN_DIR = '/run/bianbu-boards';
@@ -119,6 +122,8 @@ export class LocalDriver implements BoardDriver {
   private readonly journal: TempJournal;
   /** The desktop being (re)started for a VNC connection; concurrent connections wait for the one start. */
   private desktopStart: Promise<void> | null = null;
+  /** The board's code-server, started on the first connection to its port (code-server.ts). */
+  private readonly codeServer: BoardCodeServer;
   readonly files: BoardDriver['files'];
 
   constructor(private readonly init: LocalBoardInit) {
@@ -128,6 +133,15 @@ export class LocalDriver implements BoardDriver {
     this.timeoutMs = init.callTimeoutMs ?? 15_000;
     this.userns = init.sandboxed;
     this.journal = new TempJournal(path.join(init.boardDir, 'uploads.journal'));
+    const codeDir = init.codeServerDir === undefined ? DEFAULT_CODE_SERVER_DIR : init.codeServerDir;
+    this.codeServer = new BoardCodeServer(
+      {
+        run: (argv, user, timeoutMs) => this.runInBoard(argv, user, timeoutMs),
+        connectPort: (port) => this.connectPort(port),
+        log: init.log,
+      },
+      () => (init.sandboxed ? hostCodeServer(codeDir) : null),
+    );
     this.serial = new SerialConsole({
       hostname: () => this.hostname,
       users: async () => BOARD_USERS.map((u) => u.name),
@@ -893,6 +907,19 @@ export class LocalDriver implements BoardDriver {
     }
     await this.desktopStart;
     return connect();
+  }
+
+  /** The board's code port, with code-server started there when nothing answers and the host has it. */
+  async connectCode(): Promise<Duplex> {
+    if (!this.init.sandboxed) throw new DriverError('capability.unsupported', 'Ports need a sandboxed board');
+    await this.started.catch(() => {});
+    if (this.booting) await this.booting.catch(() => {});
+    if (this.swapping) throw new DriverError('board.busy', 'The board is being flashed');
+    return this.codeServer.connect();
+  }
+
+  startsCodeServer(): boolean {
+    return this.codeServer.available();
   }
 
   async connectPort(port: number): Promise<Duplex> {
