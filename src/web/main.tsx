@@ -9,6 +9,7 @@ import { call } from '#web/api/http.ts';
 import { createRouter } from '#web/app-router.tsx';
 import { routeSet } from '#web/auth/flow.ts';
 import { initI18n } from '#web/i18n/i18n.ts';
+import { loadZodWhenIdle } from '#web/lazy-zod.ts';
 import { routeTable } from '#web/router/table.ts';
 import { applyTheme, appState } from '#web/state/app.ts';
 import { setPublicSettings } from '#web/state/settings.ts';
@@ -31,6 +32,8 @@ async function start(): Promise<void> {
       <RouterProvider router={router} />
     </StrictMode>,
   );
+  // The shared schemas' runtime: not needed to show the first page, wanted before the user types.
+  loadZodWhenIdle();
 }
 
 void start();

@@ -7,6 +7,7 @@ import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { ApiError, call } from '#web/api/http.ts';
 import { Alert, Button, cx, Field, Input } from '#web/components/ui.tsx';
+import { loadZod } from '#web/lazy-zod.ts';
 import { notify } from '#web/state/notices.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
@@ -119,6 +120,7 @@ function PhoneForm({ onToken }: { onToken: (token: string) => void }) {
   const phoneOk = () => userCall('userPhoneCode').request.safeParse({ phone: phone.trim() }).success;
 
   const send = async () => {
+    await loadZod();
     if (!phoneOk()) {
       setError(t('validation.phone'));
       return;
@@ -138,6 +140,7 @@ function PhoneForm({ onToken }: { onToken: (token: string) => void }) {
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    await loadZod();
     const parsed = userCall('userPhoneLogin').request.safeParse({ phone: phone.trim(), code: code.trim() });
     if (!parsed.success) {
       setError(parsed.error.issues[0]?.path[0] === 'phone' ? t('validation.phone') : t('validation.code'));

@@ -1,19 +1,9 @@
-// The console's dialog: Headless UI handles focus trapping, Escape and outside clicks.
-import { Dialog, DialogPanel, DialogTitle } from '@headlessui/react';
-import type { ReactNode } from 'react';
-import { cx, IconButton } from './ui.tsx';
+// The console's dialog. The dialog itself (Headless UI: focus trapping, Escape, outside clicks; about
+// 20 KB gzipped with its transitions) is loaded the first time any dialog opens, or once the page is
+// idle (`prefetchModal`), not with the first page: closed, a dialog renders nothing either way.
+import { lazy, type ReactNode, Suspense, useState } from 'react';
 
-export function Modal({
-  open,
-  onClose,
-  title,
-  children,
-  footer,
-  width = 'max-w-md',
-  closeLabel,
-  role,
-  testId,
-}: {
+export interface ModalProps {
   open: boolean;
   onClose: () => void;
   title: ReactNode;
@@ -23,34 +13,24 @@ export function Modal({
   closeLabel?: string;
   role?: 'dialog' | 'alertdialog';
   testId?: string;
-}) {
+}
+
+const loadDialog = () => import('./ModalDialog.tsx');
+const ModalDialog = lazy(loadDialog);
+
+/** Fetches the dialog's code ahead of the first opening (the frame calls it when the page is idle). */
+export function prefetchModal(): void {
+  void loadDialog().catch(() => {});
+}
+
+export function Modal(props: ModalProps) {
+  // Mounted from the first opening on, so the dialog's own closing runs as it always did.
+  const [used, setUsed] = useState(props.open);
+  if (props.open && !used) setUsed(true);
+  if (!used) return null;
   return (
-    <Dialog open={open} onClose={onClose} className="relative z-50" role={role}>
-      <div className="fixed inset-0 bg-zinc-950/40 backdrop-blur-[2px] dark:bg-black/60" aria-hidden="true" />
-      <div className="fixed inset-0 flex items-start justify-center overflow-y-auto p-4 pt-[12vh]">
-        <DialogPanel
-          data-testid={testId}
-          className={cx(
-            'w-full rounded-xl border border-zinc-200 bg-white shadow-2xl dark:border-zinc-800 dark:bg-zinc-900',
-            width,
-          )}
-        >
-          <div className="flex items-center justify-between gap-4 border-b border-zinc-100 px-4 py-3 dark:border-zinc-800">
-            <DialogTitle className="text-sm font-semibold text-zinc-900 dark:text-zinc-100">
-              {title}
-            </DialogTitle>
-            {closeLabel ? (
-              <IconButton icon="x" label={closeLabel} onClick={onClose} className="-mr-1.5 h-7 w-7" />
-            ) : null}
-          </div>
-          <div className="px-4 py-4 text-[13px] text-zinc-700 dark:text-zinc-300">{children}</div>
-          {footer ? (
-            <div className="flex justify-end gap-2 rounded-b-xl border-t border-zinc-100 bg-zinc-50/60 px-4 py-3 dark:border-zinc-800 dark:bg-zinc-900/60">
-              {footer}
-            </div>
-          ) : null}
-        </DialogPanel>
-      </div>
-    </Dialog>
+    <Suspense fallback={null}>
+      <ModalDialog {...props} />
+    </Suspense>
   );
 }

@@ -1,9 +1,9 @@
 // Controls the console frame and the sign-in pages share: the logo, the language menu, the theme toggle.
-import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { LANGUAGES } from '#shared/constants.ts';
 import { Icon } from '#web/components/icons.tsx';
+import { DropMenu, DropMenuButton, DropMenuItem, DropMenuItems } from '#web/components/Menu.tsx';
 import { cx, IconButton } from '#web/components/ui.tsx';
 import { currentLanguage, LANGUAGE_LABELS, setLanguage } from '#web/i18n/i18n.ts';
 import { appState, toggleTheme } from '#web/state/app.ts';
@@ -40,8 +40,8 @@ export function LanguageMenu({ className }: { className?: string }) {
   const { t, i18n } = useTranslation('common');
   const lng = i18n.language;
   return (
-    <Menu as="div" className={cx('relative', className)}>
-      <MenuButton
+    <DropMenu className={className}>
+      <DropMenuButton
         aria-label={t('language.label')}
         title={t('language.label')}
         data-testid="language-menu"
@@ -49,13 +49,13 @@ export function LanguageMenu({ className }: { className?: string }) {
       >
         <Icon name="globe" size={15} />
         <span className="uppercase">{lng}</span>
-      </MenuButton>
-      <MenuItems
-        anchor="bottom end"
+      </DropMenuButton>
+      <DropMenuItems
+        align="end"
         className="z-50 mt-1 w-36 rounded-lg border border-zinc-200 bg-white p-1 shadow-lg focus:outline-none dark:border-zinc-800 dark:bg-zinc-900"
       >
         {LANGUAGES.map((l) => (
-          <MenuItem key={l}>
+          <DropMenuItem key={l}>
             <button
               type="button"
               lang={l}
@@ -66,10 +66,10 @@ export function LanguageMenu({ className }: { className?: string }) {
               {LANGUAGE_LABELS[l]}
               {currentLanguage() === l ? <Icon name="check" size={14} className="text-zinc-500" /> : null}
             </button>
-          </MenuItem>
+          </DropMenuItem>
         ))}
-      </MenuItems>
-    </Menu>
+      </DropMenuItems>
+    </DropMenu>
   );
 }
 

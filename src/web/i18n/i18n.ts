@@ -47,10 +47,13 @@ export function catalogueOf(lng: Language): Promise<Record<string, Catalogue>> {
  * with `loadNamespace` first, in the shown language and the fallback; a later language switch loads
  * them too.
  */
-const lazyFiles = import.meta.glob<Catalogue>('../../../locales/*/{sequences,desktop}.json', {
-  import: 'default',
-});
-export type LazyNamespace = 'sequences' | 'desktop';
+const lazyFiles = import.meta.glob<Catalogue>(
+  '../../../locales/*/{sequences,desktop,files,terminal,settings}.json',
+  {
+    import: 'default',
+  },
+);
+export type LazyNamespace = 'sequences' | 'desktop' | 'files' | 'terminal' | 'settings';
 const lazyUsed = new Set<LazyNamespace>();
 
 async function addLazy(lng: Language, ns: LazyNamespace): Promise<void> {
@@ -59,9 +62,10 @@ async function addLazy(lng: Language, ns: LazyNamespace): Promise<void> {
   if (file) i18next.addResourceBundle(lng, ns, await file(), true, true);
 }
 
-export async function loadNamespace(ns: LazyNamespace): Promise<void> {
-  lazyUsed.add(ns);
-  await Promise.all([...new Set([currentLanguage(), FALLBACK_LANGUAGE])].map((l) => addLazy(l, ns)));
+export async function loadNamespace(...names: LazyNamespace[]): Promise<void> {
+  for (const ns of names) lazyUsed.add(ns);
+  const lngs = [...new Set([currentLanguage(), FALLBACK_LANGUAGE])];
+  await Promise.all(names.flatMap((ns) => lngs.map((l) => addLazy(l, ns))));
 }
 
 async function ensureLanguage(lng: Language): Promise<void> {

@@ -1,13 +1,13 @@
 // The slim frame of the stand-alone console pages (/mainboard, /riscvhouse, /workbench,
 // /cloudsetting): one top bar with the console's sections, the palette, language, theme and the
 // user; the page gets all the remaining height (the workbench needs every pixel).
-import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
 import { useTranslation } from 'react-i18next';
 import { Link, NavLink, Outlet } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { routeSet } from '#web/auth/flow.ts';
 import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
 import { Icon, type IconName } from '#web/components/icons.tsx';
+import { DropMenu, DropMenuButton, DropMenuItem, DropMenuItems } from '#web/components/Menu.tsx';
 import { cx } from '#web/components/ui.tsx';
 import { useNarrow } from '#web/components/useMedia.ts';
 import { routeAllowed } from '#web/router/access.ts';
@@ -83,19 +83,16 @@ export function ConsoleFrame() {
             </NavLink>
           ))}
         </nav>
-        <Menu as="div" className="relative xl:hidden">
-          <MenuButton
+        <DropMenu className="xl:hidden">
+          <DropMenuButton
             aria-label={t('navbar.sections')}
             className="inline-flex h-11 w-11 items-center justify-center rounded-md text-[13px] font-medium text-zinc-600 hover:bg-zinc-100 focus-ring sm:h-8 sm:w-auto sm:px-2 dark:text-zinc-300 dark:hover:bg-zinc-800"
           >
             <Icon name="menu" size={15} />
-          </MenuButton>
-          <MenuItems
-            anchor="bottom start"
-            className="z-50 mt-1 w-48 rounded-lg border border-zinc-200 bg-white p-1 shadow-lg focus:outline-none dark:border-zinc-800 dark:bg-zinc-900"
-          >
+          </DropMenuButton>
+          <DropMenuItems className="z-50 mt-1 w-48 rounded-lg border border-zinc-200 bg-white p-1 shadow-lg focus:outline-none dark:border-zinc-800 dark:bg-zinc-900">
             {sections.map((s) => (
-              <MenuItem key={s.path}>
+              <DropMenuItem key={s.path}>
                 <Link
                   to={s.path}
                   className="flex items-center gap-2 rounded-md px-2 py-1.5 text-[13px] text-zinc-700 data-[focus]:bg-zinc-100 dark:text-zinc-300 dark:data-[focus]:bg-zinc-800"
@@ -103,10 +100,10 @@ export function ConsoleFrame() {
                   <Icon name={s.icon ?? 'arrowRight'} size={15} className="text-zinc-400" />
                   {t(s.titleKey)}
                 </Link>
-              </MenuItem>
+              </DropMenuItem>
             ))}
-          </MenuItems>
-        </Menu>
+          </DropMenuItems>
+        </DropMenu>
         <div className="ml-auto flex shrink-0 items-center gap-1">
           <PaletteButton className="mr-1" />
           <DocsLink className="hidden sm:inline-flex" />

@@ -20,12 +20,14 @@ import {
 } from '#web/auth/flow.ts';
 import { decideGuard } from '#web/auth/guard.ts';
 import { profileDialog } from '#web/auth/profile-state.ts';
+import { prefetchModal } from '#web/components/Modal.tsx';
 import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
 import { Toaster } from '#web/components/Toaster.tsx';
 import { installDeviceCommands } from '#web/devices/commands.ts';
 import { installFlashCommands } from '#web/flash/commands.ts';
 import { flash } from '#web/flash/state.ts';
 import { loadNamespace } from '#web/i18n/i18n.ts';
+import { withZod } from '#web/lazy-zod.ts';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
 import { usePaletteShortcut } from '#web/palette/keys.ts';
 import { keyHelp, paletteState } from '#web/palette/registry.ts';
@@ -40,17 +42,18 @@ import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
 import { FullPageStatus } from './PageLoading.tsx';
 
-const ProfileDialog = lazy(() => import('#web/auth/ProfileDialog.tsx'));
-const FlashHost = lazy(() => import('#web/flash/FlashHost.tsx'));
-const SequenceHost = lazy(() =>
-  loadNamespace('sequences').then(() => import('#web/sequences/SequenceHost.tsx')),
+// These validate what the user types with the shared schemas: each waits for zod (src/web/lazy-zod.ts).
+const ProfileDialog = lazy(withZod(() => import('#web/auth/ProfileDialog.tsx')));
+const FlashHost = lazy(withZod(() => import('#web/flash/FlashHost.tsx')));
+const SequenceHost = lazy(
+  withZod(() => loadNamespace('sequences').then(() => import('#web/sequences/SequenceHost.tsx'))),
 );
-const loadPalette = () => import('#web/palette/Palette.tsx');
+const loadPalette = withZod(() => import('#web/palette/Palette.tsx'));
 const Palette = lazy(loadPalette);
 const KeyHelp = lazy(() => import('#web/palette/KeyHelp.tsx'));
 
 /**
- * Fetch the palette's chunk once the page is idle and mount it (closed), so the first Ctrl+K opens it
+ * Fetch the palette's chunk (and the dialogs' code) once the page is idle and mount it (closed), so the first Ctrl+K opens it
  * at once and the keys typed right after it land in its field.
  */
 function usePrefetchPalette(loaded: () => void) {
@@ -58,13 +61,13 @@ function usePrefetchPalette(loaded: () => void) {
   useEffect(() => {
     let live = true;
     const idle = window.requestIdleCallback ?? ((cb: () => void) => window.setTimeout(cb, 1500));
-    idle(
-      () =>
-        void loadPalette().then(
-          () => live && loaded(),
-          () => {},
-        ),
-    );
+    idle(() => {
+      prefetchModal();
+      void loadPalette().then(
+        () => live && loaded(),
+        () => {},
+      );
+    });
     return () => {
       live = false;
     };
@@ -189,7 +192,7 @@ function installFeatureCommands(): void {
   installQueueCommands();
   installShareCommands();
   // Sequences' commands carry their calls' schemas: loaded after the first paint, off the first load.
-  void import('#web/sequences/commands.ts').then((m) => m.installSequenceCommands());
+  void withZod(() => import('#web/sequences/commands.ts'))().then((m) => m.installSequenceCommands());
 }
 
 export function Root() {

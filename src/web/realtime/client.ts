@@ -7,7 +7,10 @@
 //
 // Lifecycle: `realtime.start()` once after sign-in (idempotent), `realtime.stop()` on logout. The
 // connection status lives in a valtio proxy for components; the client object itself never does.
-import { Client, type IMessage, type StompSubscription, TickerStrategy } from '@stomp/stompjs';
+//
+// @stomp/stompjs and zod (every handler parses its frames with a shared schema) are loaded by the
+// first start(), not with the first page: a visitor who is not signed in never needs them.
+import type { Client, IMessage, StompSubscription } from '@stomp/stompjs';
 import { proxy } from 'valtio';
 import { SESSION_END_CODES } from '#shared/codes.ts';
 import {
@@ -17,6 +20,7 @@ import {
   STOMP_RECONNECT_DELAY_MS,
 } from '#shared/constants.ts';
 import { RealtimeErrorKey, WS_PATH } from '#shared/realtime.ts';
+import { loadZod } from '#web/lazy-zod.ts';
 import { askReLogin } from '#web/state/notices.ts';
 import { readApplyInfo, readToken } from '#web/state/storage.ts';
 
@@ -58,6 +62,8 @@ export class RealtimeClient {
   private nextKey = 1;
   /** An applyId the server refused: later connects leave it out instead of failing forever. */
   private refusedApply = '';
+  /** The start() waiting for the STOMP library; stop() cancels it. */
+  private opening: Promise<void> | null = null;
 
   constructor(private readonly url: () => string = realtimeUrl) {}
 
@@ -66,7 +72,24 @@ export class RealtimeClient {
   }
 
   start(): void {
-    if (this.client) return;
+    if (this.client || this.opening) return;
+    const opening: Promise<void> = Promise.all([import('@stomp/stompjs'), loadZod()]).then(
+      ([stomp]) => {
+        if (this.opening !== opening) return;
+        this.opening = null;
+        this.open(stomp);
+      },
+      () => {
+        // The chunk did not load (the service restarted with a new build): the next start() retries.
+        if (this.opening === opening) this.opening = null;
+        realtimeState.status = 'disconnected';
+      },
+    );
+    this.opening = opening;
+    realtimeState.status = 'connecting';
+  }
+
+  private open({ Client, TickerStrategy }: typeof import('@stomp/stompjs')): void {
     const client = new Client({
       brokerURL: this.url(),
       reconnectDelay: STOMP_RECONNECT_DELAY_MS,
@@ -127,6 +150,7 @@ export class RealtimeClient {
   async stop(): Promise<void> {
     const client = this.client;
     this.client = null;
+    this.opening = null;
     this.topics.clear();
     realtimeState.status = 'idle';
     if (this.checker) clearInterval(this.checker);
@@ -136,6 +160,7 @@ export class RealtimeClient {
 
   /** Reconnects at once (for example after a new apply, so CONNECT carries the new applyId). */
   reconnect(): void {
+    if (this.opening) return;
     if (!this.client) {
       this.start();
       return;

@@ -12,6 +12,7 @@ import {
   keymapSettings,
   resolveBindings,
 } from '#shared/keymap.ts';
+import { schemasReady, whenZodLoaded } from '#web/lazy-zod.ts';
 
 const CACHE_KEY = 'bianbu.keymap';
 
@@ -32,7 +33,9 @@ function readCache(): Cached | null {
   }
 }
 
-const cached = readCache();
+// In the browser zod comes after the first page (src/web/lazy-zod.ts): the remembered keymap is
+// checked then, unless the service's answer came first.
+const cached = schemasReady() ? readCache() : null;
 const first = cached?.settings ?? defaultKeymap();
 
 export const keymapState = proxy({
@@ -41,6 +44,15 @@ export const keymapState = proxy({
   settings: first as KeymapSettings,
   bindings: resolveBindings(first) as Bindings,
 });
+
+if (!cached)
+  whenZodLoaded(() => {
+    const later = readCache();
+    if (!later || keymapState.userId !== '') return;
+    keymapState.settings = later.settings;
+    keymapState.bindings = resolveBindings(later.settings);
+    keymapState.userId = later.userId;
+  });
 
 /** Puts a keymap in force at once and remembers it for the next first paint. */
 export function applyKeymap(settings: KeymapSettings, userId: string): void {

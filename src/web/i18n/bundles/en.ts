@@ -5,6 +5,9 @@ export default import.meta.glob<Record<string, unknown>>(
     '../../../../locales/en/*.json',
     '!../../../../locales/en/sequences.json',
     '!../../../../locales/en/desktop.json',
+    '!../../../../locales/en/files.json',
+    '!../../../../locales/en/terminal.json',
+    '!../../../../locales/en/settings.json',
   ],
   {
     eager: true,

@@ -5,6 +5,9 @@ export default import.meta.glob<Record<string, unknown>>(
     '../../../../locales/ja/*.json',
     '!../../../../locales/ja/sequences.json',
     '!../../../../locales/ja/desktop.json',
+    '!../../../../locales/ja/files.json',
+    '!../../../../locales/ja/terminal.json',
+    '!../../../../locales/ja/settings.json',
   ],
   {
     eager: true,

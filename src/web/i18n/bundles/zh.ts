@@ -5,6 +5,9 @@ export default import.meta.glob<Record<string, unknown>>(
     '../../../../locales/zh/*.json',
     '!../../../../locales/zh/sequences.json',
     '!../../../../locales/zh/desktop.json',
+    '!../../../../locales/zh/files.json',
+    '!../../../../locales/zh/terminal.json',
+    '!../../../../locales/zh/settings.json',
   ],
   {
     eager: true,
