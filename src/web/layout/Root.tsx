@@ -23,19 +23,15 @@ import { profileDialog } from '#web/auth/profile-state.ts';
 import { prefetchModal } from '#web/components/Modal.tsx';
 import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
 import { Toaster } from '#web/components/Toaster.tsx';
-import { installDeviceCommands } from '#web/devices/commands.ts';
-import { installFlashCommands } from '#web/flash/commands.ts';
 import { flash } from '#web/flash/state.ts';
 import { loadNamespace } from '#web/i18n/i18n.ts';
 import { withZod } from '#web/lazy-zod.ts';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
 import { usePaletteShortcut } from '#web/palette/keys.ts';
 import { keyHelp, paletteState } from '#web/palette/registry.ts';
-import { installQueueCommands } from '#web/queue/commands.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { type RouteHandle, useRouteMeta } from '#web/router/handle.ts';
 import { seqUi } from '#web/sequences/state.ts';
-import { installShareCommands } from '#web/share/commands.ts';
 import { syncDevice } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
 import { session } from '#web/state/session.ts';
@@ -156,10 +152,22 @@ function Guarded() {
     } else if (action.kind === 'loadUser') {
       // Once signed in, every page listens on the realtime channel, so lease warnings and board
       // state changes reach the user wherever they are, not only on device pages.
-      loadUserOnce().then(installFeatureCommands, (err: unknown) => {
-        if (err instanceof ApiError && SESSION_END_CODES.includes(err.code)) setSignedOut(true);
-        else onUserLoadFailed(err);
-      });
+      // The features' commands and watchers (src/web/layout/feature-commands.ts) are fetched while the
+      // account loads and installed once it has; a chunk that fails to load leaves them out, as it
+      // leaves out the palette.
+      const features = import('./feature-commands.ts');
+      features.catch(() => {});
+      loadUserOnce().then(
+        () =>
+          void features.then(
+            (m) => m.installFeatureCommands(),
+            () => {},
+          ),
+        (err: unknown) => {
+          if (err instanceof ApiError && SESSION_END_CODES.includes(err.code)) setSignedOut(true);
+          else onUserLoadFailed(err);
+        },
+      );
     }
   }, [action.kind, location.key, token]);
 
@@ -183,16 +191,6 @@ function Guarded() {
     return <Navigate to="/403" replace />;
   }
   return <Outlet />;
-}
-
-/** Once signed in: every feature's palette commands (each installs once; later calls do nothing). */
-function installFeatureCommands(): void {
-  installDeviceCommands();
-  installFlashCommands();
-  installQueueCommands();
-  installShareCommands();
-  // Sequences' commands carry their calls' schemas: loaded after the first paint, off the first load.
-  void withZod(() => import('#web/sequences/commands.ts'))().then((m) => m.installSequenceCommands());
 }
 
 export function Root() {

@@ -9,15 +9,9 @@ import { Modal } from '#web/components/Modal.tsx';
 import { keymapState } from '#web/state/keymap.ts';
 import { session } from '#web/state/session.ts';
 import { isMac } from './keys.ts';
-import {
-  commandAvailable,
-  commandShortcut,
-  commandTitle,
-  keyHelp,
-  restoreOriginFocus,
-  useCommands,
-} from './registry.ts';
+import { commandAvailable, commandTitle, keyHelp, restoreOriginFocus, useCommands } from './registry.ts';
 import { ShortcutKeys } from './ShortcutKeys.tsx';
+import { commandShortcut } from './shortcut.ts';
 
 export default function KeyHelp() {
   const { open } = useSnapshot(keyHelp);

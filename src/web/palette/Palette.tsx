@@ -20,7 +20,6 @@ import {
 import {
   closePalette,
   commandAvailable,
-  commandShortcut,
   commandTitle,
   type PaletteCommand,
   type PaletteOption,
@@ -31,6 +30,7 @@ import {
   useCommands,
 } from './registry.ts';
 import { ShortcutKeys } from './ShortcutKeys.tsx';
+import { commandShortcut } from './shortcut.ts';
 
 type Row = RankInput & { cmd: PaletteCommand };
 

@@ -5,12 +5,7 @@ import { useSyncExternalStore } from 'react';
 import { proxy } from 'valtio';
 import { hasPermission } from '#shared/permissions.ts';
 import type { IconName } from '#web/components/icons.tsx';
-import { startKeymapSync } from '#web/keymap/sync.ts';
-import { actionKeys, keymapActionOfCommand, keymapState } from '#web/state/keymap.ts';
 import type { CommandContext, RankInput } from './rank.ts';
-
-// The user's keymap follows them: loaded from the service once they are signed in, on every page.
-startKeymapSync();
 
 export interface PaletteContext {
   navigate: (to: string) => void;
@@ -214,15 +209,6 @@ export function restoreOriginFocus(): void {
 function isIdleFocus(): boolean {
   const now = document.activeElement;
   return !now || now === document.body || !!now.closest('[cmdk-root]');
-}
-
-/** The keys shown for a command: the user's chord for a keymap action, else its own hint. */
-export function commandShortcut(
-  c: PaletteCommand,
-  bindings = keymapState.bindings,
-): readonly string[] | undefined {
-  const action = keymapActionOfCommand(c.id);
-  return action ? actionKeys(action, bindings) : c.shortcut;
 }
 
 /** The command's title in the current language. */
