@@ -7,7 +7,7 @@ import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { dataOf } from '#web/boards/store.ts';
 import { session } from '#web/state/session.ts';
-import { getShell } from '#web/terminal/registry.ts';
+import { getShell } from '#web/terminal/get-shell.ts';
 import { groupsHolding } from './join.ts';
 import { grantInput, inviteShell, loadAllShare, revokeGuest, share, uninviteShell } from './state.ts';
 

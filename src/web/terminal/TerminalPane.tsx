@@ -7,7 +7,7 @@ import { type ReactNode, type Ref, useEffect, useImperativeHandle, useRef, useSt
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { appState } from '#web/state/app.ts';
-import { getShell } from './registry.ts';
+import { getShell } from './get-shell.ts';
 import { SearchBar, type SearchBarHandle } from './SearchBar.tsx';
 
 const RESIZE_DEBOUNCE_MS = 60;

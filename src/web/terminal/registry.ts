@@ -2,24 +2,17 @@
 // pane that unmounts leaves its LiveShell here, scrollback and subscription intact; the workbench
 // disposes it when the shell's tab is closed for good. Typed input is routed here: to the shell alone,
 // or to every shell of the broadcast set when the shell is in it (broadcast.ts).
+// The terminals themselves are made by get-shell.ts, which brings xterm: it comes with the terminal
+// pane's chunk, so the workbench's own code (keys, broadcast, tabs) can look shells up without it.
 import { appState, setDarkTermTheme } from '#web/state/app.ts';
-import { broadcast, inputRecipients, leaveBroadcast } from './broadcast.ts';
-import { type InputRoute, LiveShell } from './live-shell.ts';
+import { leaveBroadcast } from './broadcast.ts';
+import type { LiveShell } from './live-shell.ts';
 
 const shells = new Map<string, LiveShell>();
 
-const route: InputRoute = (from, bytes, typed) => {
-  for (const id of inputRecipients(broadcast.members, from.shellId, typed, findShell))
-    (id === from.shellId ? from : shells.get(id))?.send(bytes);
-};
-
-export function getShell(shellId: string): LiveShell {
-  let s = shells.get(shellId);
-  if (!s) {
-    s = new LiveShell(shellId, route);
-    shells.set(shellId, s);
-  }
-  return s;
+/** Keeps a new live terminal (get-shell.ts makes them). */
+export function addShell(shellId: string, shell: LiveShell): void {
+  shells.set(shellId, shell);
 }
 
 export function findShell(shellId: string): LiveShell | undefined {

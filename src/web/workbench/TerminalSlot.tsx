@@ -4,18 +4,24 @@
 // server and disposes its live terminal (which takes it out of the broadcast set). A broadcasting shell
 // is framed and banded in amber (BroadcastMarks.tsx).
 
-import { useEffect, useRef, useState } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { shellCalls } from '#shared/shells.ts';
 import { call } from '#web/api/http.ts';
 import { leaseOf, leases, messageOf } from '#web/boards/store.ts';
 import { Button, Spinner } from '#web/components/ui.tsx';
-import { ShellShareBar } from '#web/share/ShellShareBar.tsx';
 import { disposeShell } from '#web/terminal/registry.ts';
-import { TerminalPane, type TerminalPaneHandle } from '#web/terminal/TerminalPane.tsx';
+import type { TerminalPaneHandle } from '#web/terminal/TerminalPane.tsx';
 import { BroadcastBar, BroadcastFrame } from './BroadcastMarks.tsx';
 import { type ShellSlot, setClientId, slotApply } from './store.ts';
+
+// The terminal (xterm) and its share bar load with the first slot that shows a shell, not with the
+// workbench: both from one request, so the bar is there when the pane is.
+const loadTerminal = () =>
+  Promise.all([import('#web/terminal/TerminalPane.tsx'), import('#web/share/ShellShareBar.tsx')]);
+const TerminalPane = lazy(() => loadTerminal().then(([m]) => ({ default: m.TerminalPane })));
+const ShellShareBar = lazy(() => loadTerminal().then(([, m]) => ({ default: m.ShellShareBar })));
 
 const applyShell = shellCalls.find((c) => c.name === 'applyDeviceShell') as Extract<
   (typeof shellCalls)[number],
@@ -159,19 +165,23 @@ export function TerminalSlot({
   }
   return (
     <BroadcastFrame shellId={clientId}>
-      <TerminalPane
-        ref={paneRef}
-        shellId={clientId}
-        autoFocus={!hidden}
-        className="h-full"
-        onRestart={() => restartSlot(applyId, slot)}
-        bar={
-          <>
-            <BroadcastBar shellId={clientId} />
-            <ShellShareBar shellId={clientId} />
-          </>
-        }
-      />
+      <Suspense fallback={<div className="h-full bg-zinc-950" data-testid="terminal-loading" />}>
+        <TerminalPane
+          ref={paneRef}
+          shellId={clientId}
+          autoFocus={!hidden}
+          className="h-full"
+          onRestart={() => restartSlot(applyId, slot)}
+          bar={
+            <>
+              <BroadcastBar shellId={clientId} />
+              <Suspense fallback={null}>
+                <ShellShareBar shellId={clientId} />
+              </Suspense>
+            </>
+          }
+        />
+      </Suspense>
     </BroadcastFrame>
   );
 }

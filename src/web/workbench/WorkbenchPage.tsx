@@ -6,7 +6,7 @@
 // focus between panes; every action is also a palette command.
 
 import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
-import { lazy, Suspense, useEffect, useMemo, useState } from 'react';
+import { type ComponentProps, lazy, Suspense, useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Panel } from 'react-resizable-panels';
 import { Link, useNavigate } from 'react-router-dom';
@@ -34,7 +34,6 @@ import { useDesktopCommands } from '#web/desktop/commands.ts';
 import { codeWindow, toggleCode, toggleVnc, vncWindow } from '#web/desktop/state.ts';
 import { hostLeaseDialogs, installDeviceCommands } from '#web/devices/commands.ts';
 import { InlineName, LeaseDialogs } from '#web/devices/LeaseDialogs.tsx';
-import { EditorPane } from '#web/files/EditorPane.tsx';
 import { FileTreePane } from '#web/files/FileTreePane.tsx';
 import { installWorkbenchFlashCommands } from '#web/flash/commands.ts';
 import { FlashJobView } from '#web/flash/FlashJobView.tsx';
@@ -51,7 +50,6 @@ import { leaveWorkbench } from './close-shells.ts';
 import { installWorkbenchCommands, workbenchUi } from './commands.ts';
 import { KeyRow } from './KeyRow.tsx';
 import { useWorkbenchKeys } from './keys.ts';
-import { LoadPane } from './LoadPane.tsx';
 import { PaneFrame, ResizeHandle, SavedGroup } from './PaneFrame.tsx';
 import { type PhonePaneDef, PhoneWorkbench } from './PhoneWorkbench.tsx';
 import { ShellArea } from './ShellArea.tsx';
@@ -60,6 +58,28 @@ import { activeTab, bindWorkbench, togglePane, unbindWorkbench, workbench } from
 
 /** noVNC loads only when the desktop pane first opens. */
 const VncPane = lazy(() => import('#web/desktop/VncPane.tsx'));
+// The editor (CodeMirror) and the load graphs (uPlot) load when their pane first shows, as the desktop
+// does; the terminal loads with the first shell slot (TerminalSlot.tsx).
+const LazyEditorPane = lazy(() =>
+  import('#web/files/EditorPane.tsx').then((m) => ({ default: m.EditorPane })),
+);
+const LazyLoadPane = lazy(() => import('./LoadPane.tsx').then((m) => ({ default: m.LoadPane })));
+
+function EditorPane(props: ComponentProps<typeof LazyEditorPane>) {
+  return (
+    <Suspense fallback={<Spinner size={14} />}>
+      <LazyEditorPane {...props} />
+    </Suspense>
+  );
+}
+
+function LoadPane(props: ComponentProps<typeof LazyLoadPane>) {
+  return (
+    <Suspense fallback={<Spinner size={14} />}>
+      <LazyLoadPane {...props} />
+    </Suspense>
+  );
+}
 
 type Phase =
   | { kind: 'none' }
