@@ -2,7 +2,8 @@
 // What a first visit downloads, measured from the build itself (dist/web): the entry script of
 // index.html and every chunk it imports statically, plus the page chunk of each first-visit route and
 // its static imports, plus the catalogue chunk of the shown language (src/web/i18n/bundles, loaded
-// before the first render; `--lang`, default zh), plus the stylesheets index.html links. Sizes are gzip (level 9, as a server or
+// before the first render; `--lang`, default zh, or several: `--lang zh,en,ja`), plus the stylesheets
+// index.html links. Sizes are gzip (level 9, as a server or
 // CDN would serve them). Dynamic imports (panes, dialogs, other pages) are not counted: they load when
 // used. `--budget-kb N` makes it fail (exit 1) when a route's first load is larger than N KB;
 // `--json` prints the figures as JSON.
@@ -16,7 +17,9 @@ const dir = path.resolve(
 const budgetAt = process.argv.indexOf('--budget-kb');
 const budgetKb = budgetAt > 0 ? Number(process.argv[budgetAt + 1]) : null;
 const asJson = process.argv.includes('--json');
-const lang = process.argv.includes('--lang') ? process.argv[process.argv.indexOf('--lang') + 1] : 'zh';
+const langs = (
+  process.argv.includes('--lang') ? process.argv[process.argv.indexOf('--lang') + 1] : 'zh'
+).split(',');
 
 // The pages a visitor can land on first: before sign-in, and the page a signed-in user starts on.
 const ROUTES = { '/ (landing)': 'LandingPage', '/login': 'LoginPage', '/mainboard': 'MainboardPage' };
@@ -50,46 +53,53 @@ function closure(start, seen = new Set()) {
   return seen;
 }
 
-const base = closure(entry);
-const langChunk = assets.find((a) => a.startsWith(`${lang}-`) && a.endsWith('.js'));
-// A build that bundles every catalogue into its first chunks (before src/web/i18n/bundles) has none.
-if (langChunk) closure(langChunk, base);
-else console.error(`bundle-report: no catalogue chunk for ${lang} in ${dir}/assets; counting the static chunks only`);
-const rows = [];
-for (const [route, page] of Object.entries(ROUTES)) {
-  const chunk = assets.find((a) => a.startsWith(`${page}-`) && a.endsWith('.js'));
-  const files = new Set(base);
-  if (chunk) closure(chunk, files);
-  const js = [...files].reduce((n, f) => n + gzipSize(f), 0);
-  const styles = css.reduce((n, f) => n + gzipSize(f), 0);
-  const largest = [...files]
-    .map((f) => [f, gzipSize(f)])
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 4)
-    .map(([f, n]) => `${f.replace(/-[\w]{8}\.js$/, '')} ${(n / 1024).toFixed(1)}`);
-  rows.push({
-    route,
-    pageChunk: chunk ?? null,
-    chunks: files.size,
-    jsKb: js / 1024,
-    cssKb: styles / 1024,
-    largest,
-  });
-}
-
-if (asJson) console.log(JSON.stringify(rows, null, 2));
-else {
-  console.log(`first load in ${lang}, gzip KB (JavaScript | CSS | chunks | largest chunks)`);
-  for (const r of rows)
-    console.log(
-      `${r.route.padEnd(14)} ${r.jsKb.toFixed(1).padStart(7)} | ${r.cssKb.toFixed(1).padStart(5)} | ${String(r.chunks).padStart(3)} | ${r.largest.join(', ')}`,
+const all = [];
+for (const lang of langs) {
+  const base = closure(entry);
+  const langChunk = assets.find((a) => a.startsWith(`${lang}-`) && a.endsWith('.js'));
+  // A build that bundles every catalogue into its first chunks (before src/web/i18n/bundles) has none.
+  if (langChunk) closure(langChunk, base);
+  else
+    console.error(
+      `bundle-report: no catalogue chunk for ${lang} in ${dir}/assets; counting the static chunks only`,
     );
+  const rows = [];
+  for (const [route, page] of Object.entries(ROUTES)) {
+    const chunk = assets.find((a) => a.startsWith(`${page}-`) && a.endsWith('.js'));
+    const files = new Set(base);
+    if (chunk) closure(chunk, files);
+    const js = [...files].reduce((n, f) => n + gzipSize(f), 0);
+    const styles = css.reduce((n, f) => n + gzipSize(f), 0);
+    const largest = [...files]
+      .map((f) => [f, gzipSize(f)])
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 4)
+      .map(([f, n]) => `${f.replace(/-[\w-]{8}\.js$/, '')} ${(n / 1024).toFixed(1)}`);
+    rows.push({
+      lang,
+      route,
+      pageChunk: chunk ?? null,
+      chunks: files.size,
+      jsKb: js / 1024,
+      cssKb: styles / 1024,
+      largest,
+    });
+  }
+  all.push(...rows);
+  if (!asJson) {
+    console.log(`first load in ${lang}, gzip KB (JavaScript | CSS | chunks | largest chunks)`);
+    for (const r of rows)
+      console.log(
+        `${r.route.padEnd(14)} ${r.jsKb.toFixed(1).padStart(7)} | ${r.cssKb.toFixed(1).padStart(5)} | ${String(r.chunks).padStart(3)} | ${r.largest.join(', ')}`,
+      );
+  }
 }
+if (asJson) console.log(JSON.stringify(all, null, 2));
 if (budgetKb !== null) {
-  const over = rows.filter((r) => r.jsKb > budgetKb);
+  const over = all.filter((r) => r.jsKb > budgetKb);
   for (const r of over)
     console.error(
-      `bundle-report: ${r.route} loads ${r.jsKb.toFixed(1)} KB of JavaScript, over the ${budgetKb} KB budget`,
+      `bundle-report: ${r.route} in ${r.lang} loads ${r.jsKb.toFixed(1)} KB of JavaScript, over the ${budgetKb} KB budget`,
     );
   if (over.length) process.exit(1);
 }

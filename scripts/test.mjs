@@ -35,9 +35,15 @@ if (process.env.DATABASE_URL) {
   ]);
 }
 steps.push(['build', 'npx', ['vite', 'build', '--logLevel', 'warn'], {}]);
-// What a first visit downloads (scripts/bundle-report.mjs). The budget is a ratchet at today's size
-// plus a little: it fails when the first load grows. The goal is 200 KB (README, Measured figures).
-steps.push(['first-load budget', 'node', ['scripts/bundle-report.mjs', '--budget-kb', '272'], {}]);
+// What a first visit downloads (scripts/bundle-report.mjs), in each of the console's languages: the
+// landing page, sign-in and /mainboard must each stay within issue 16's 200 KB of gzipped JavaScript
+// (README, First load). It fails when any of them grows past it.
+steps.push([
+  'first-load budget',
+  'node',
+  ['scripts/bundle-report.mjs', '--lang', 'zh,en,ja', '--budget-kb', '200'],
+  {},
+]);
 steps.push(['e2e', 'npx', ['vitest', 'run', '--project', 'e2e'], { DATABASE_URL: '' }]);
 
 const only = process.argv.slice(2);
