@@ -105,7 +105,10 @@ const configSchema = z.object({
   BIANBU_CODE_SERVER_DIR: z
     .string()
     .default('/usr/local/lib/bianbu-code-server')
-    .refine((v) => v === '' || (/^\/usr\//.test(v) && !v.split('/').includes('..')), 'must be a directory under /usr/ (boards see only the host\'s /usr), or empty'),
+    .refine(
+      (v) => v === '' || (/^\/usr\//.test(v) && !v.split('/').includes('..')),
+      "must be a directory under /usr/ (boards see only the host's /usr), or empty",
+    ),
   /** Public origin of that listener when a reverse proxy serves it (default: the console's host on BIANBU_CODE_PORT). */
   BIANBU_CODE_ORIGIN: z.preprocess(
     (v) => (v === '' ? undefined : v),

@@ -32,7 +32,11 @@ function request(url: string, cookie?: string): Promise<Answer> {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString(),
+        }),
       );
       res.on('error', reject);
     });
@@ -86,7 +90,10 @@ describe.skipIf(!INSTALLED && !REQUIRED)('code-server inside a local board, thro
     expect(r.code).toBe(20000);
     const x = await request(r.data.url);
     expect(x.status).toBe(303);
-    return { prefix: String(x.headers.location).replace(/\/$/, ''), cookie: String(x.headers['set-cookie']?.[0]).split(';')[0] };
+    return {
+      prefix: String(x.headers.location).replace(/\/$/, ''),
+      cookie: String(x.headers['set-cookie']?.[0]).split(';')[0],
+    };
   };
 
   /** Runs a command in the board as its root and answers its output up to a marker. */
@@ -209,7 +216,9 @@ describe.skipIf(!INSTALLED && !REQUIRED)('code-server inside a local board, thro
       expect(p.net).not.toBe(hostNet);
     }
     // Its home in the board holds its data; the board's files are what it opened.
-    const data = await inBoard('stat -c %u /home/user/.local/share/code-server; cat /home/user/.local/share/code-server/bianbu.log | head -20');
+    const data = await inBoard(
+      'stat -c %u /home/user/.local/share/code-server; cat /home/user/.local/share/code-server/bianbu.log | head -20',
+    );
     expect(data).toMatch(/^1000$/m);
     expect(data).toContain('HTTP server listening on http://127.0.0.1:8080/');
     expect(data).toContain('Authentication is disabled');
@@ -217,7 +226,9 @@ describe.skipIf(!INSTALLED && !REQUIRED)('code-server inside a local board, thro
 
   it('starts it again on the next request after the board’s user killed it', async () => {
     const before = codeServerProcesses().map((p) => p.pid);
-    const killed = await inBoard('pkill -9 -f "[c]ode-server/out/node/entry"; sleep 0.5; ps -eo pid,uid,stat,args | grep -v "ps -eo"');
+    const killed = await inBoard(
+      'pkill -9 -f "[c]ode-server/out/node/entry"; sleep 0.5; ps -eo pid,uid,stat,args | grep -v "ps -eo"',
+    );
     expect(await boardPortOpen(), killed).toBe(false);
     const s = await openSession(applyId);
     const page = await request(`${codeOrigin}${s.prefix}/?folder=/home/user`, s.cookie);
