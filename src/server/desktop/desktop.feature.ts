@@ -64,7 +64,12 @@ export const desktopFeature: Feature = {
         if (caps.has(Capability.codeServer)) {
           let there = driver.startsCodeServer?.() ?? false;
           if (!there) {
-            const s = await driver.connectPort(VNC_LIMITS.codeServerPort).catch(() => null);
+            // A driver that starts nothing connects to its board's own code port (an ssh board's
+            // declared codeServerPort), else the default one.
+            const s = await (driver.connectCode
+              ? driver.connectCode()
+              : driver.connectPort(VNC_LIMITS.codeServerPort)
+            ).catch(() => null);
             s?.destroy();
             there = s !== null;
           }

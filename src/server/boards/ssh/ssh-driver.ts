@@ -477,6 +477,11 @@ export class SshDriver implements BoardDriver {
     return this.connectPort(port);
   }
 
+  /** With a start command declared, the code window is offered before anything answers on the port. */
+  startsCodeServer(): boolean {
+    return this.o.codeServerPort !== null && !!this.o.commands?.codeServer;
+  }
+
   async connectPort(port: number): Promise<Duplex> {
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new DriverError('driver.failed', 'Bad port');
     const { conn, release } = await this.pool.hold();
