@@ -217,6 +217,18 @@ describe.skipIf(SKIP_E2E)('the board’s desktop and code window', () => {
   }, 90_000);
 });
 
+/** Resident memory of the host's code-server processes (server, extension host, terminals' host, watcher). */
+function codeServerRssMiB(): number {
+  let kib = 0;
+  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(`${DEFAULT_CODE_SERVER_DIR}/`)) continue;
+      kib += Number(/^VmRSS:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1] ?? 0);
+    } catch {}
+  }
+  return Math.round(kib / 1024);
+}
+
 // Skipped without Chromium (as above) or, where e2e is not required, without the install; with
 // E2E_REQUIRED=1 a host without code-server fails here with the reason (`.ci/run` installs it).
 describe.skipIf(SKIP_E2E || (!hostCodeServer(DEFAULT_CODE_SERVER_DIR) && !E2E_REQUIRED))(
@@ -298,6 +310,7 @@ describe.skipIf(SKIP_E2E || (!hostCodeServer(DEFAULT_CODE_SERVER_DIR) && !E2E_RE
       expect(await frame.locator('.monaco-workbench').count()).toBe(1);
       expect(await frame.locator('.explorer-viewlet .pane-header').first().innerText()).toMatch(/^USER/i);
       await page.screenshot({ path: path.join(SHOTS, 'desktop-vscode-en.png') });
+      console.log(`code-server in the board, workbench open: ${codeServerRssMiB()} MiB resident`);
 
       // Closed and opened again by keyboard (from the console: keys typed in the frame are VS Code's):
       // the running code-server, a fresh session and workbench.
