@@ -359,6 +359,23 @@ describe('a local board sandbox', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('probes a board a command just ran in without forking the service', async () => {
+    const dc = await import('node:diagnostics_channel');
+    let spawned = 0;
+    const count = () => {
+      spawned++;
+    };
+    dc.subscribe('child_process', count);
+    try {
+      await driver.callPlugin('echo-args', 'x', 'n'); // a command that entered the board just now
+      spawned = 0;
+      for (let i = 0; i < 5; i++) await driver.probe(3000);
+      expect(spawned).toBe(0);
+    } finally {
+      dc.unsubscribe('child_process', count);
+    }
+  });
+
   it('shows only the board processes, none of the host', async () => {
     const ps = await runInShell(shell, 'ps -eo pid,args');
     expect(ps).not.toContain('vitest');
