@@ -111,7 +111,10 @@ class BoardAgent extends http.Agent {
   constructor(
     private readonly connect: () => Promise<Duplex>,
     max: number,
-    private readonly idleMs = 30_000,
+    // Below the 5 s after which Node servers (code-server among them) close an idle kept-alive
+    // connection: a relay reused just as the board closes it fails the request with a 502 (the likely
+    // cause of one seen on code-server's walkthrough images under load). undici keeps 4 s for this.
+    private readonly idleMs = 4_000,
   ) {
     super({ keepAlive: true, maxSockets: max, maxTotalSockets: max, maxFreeSockets: max });
   }
