@@ -292,10 +292,13 @@ describe.skipIf(SKIP_E2E || (!hostCodeServer(DEFAULT_CODE_SERVER_DIR) && !E2E_RE
         .poll(() => page.getByTestId('code-pane').getAttribute('data-available'), { timeout: 20_000 })
         .toBe('yes');
       const frame = page.frameLocator('[data-testid="code-frame"]');
+      // Until the board's page has loaded, the pane says VS Code is being opened (and started).
+      expect(await page.getByTestId('code-starting').innerText()).toMatch(/Opening VS Code/);
       // The workbench loads (code-server starts on this first use), opens /home/user and lists the file.
       const row = frame.locator('.explorer-folders-view .monaco-list-row', { hasText: name });
       try {
         await row.waitFor({ timeout: 60_000 });
+        await page.getByTestId('code-starting').waitFor({ state: 'detached', timeout: 10_000 });
       } catch (e) {
         await page.screenshot({ path: path.join(SHOTS, 'desktop-vscode-failed-en.png') });
         await wb.run(
@@ -314,7 +317,17 @@ describe.skipIf(SKIP_E2E || (!hostCodeServer(DEFAULT_CODE_SERVER_DIR) && !E2E_RE
 
       // Closed and opened again by keyboard (from the console: keys typed in the frame are VS Code's):
       // the running code-server, a fresh session and workbench.
-      await wb.run(0, 'echo back-$((3+4))', 'back-7');
+      // VS Code may still take the focus for its own editor a moment after its workbench shows (as it
+      // does in a tab of its own): keys typed then are VS Code's, so the shell is clicked again until
+      // it has them.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await wb.run(0, `echo back-$((3+${attempt}))`, `back-${3 + attempt}`, 7_000);
+          break;
+        } catch (e) {
+          if (attempt === 3) throw e;
+        }
+      }
       await page.keyboard.press('Control+Alt+KeyC');
       await page.getByTestId('code-pane').waitFor({ state: 'detached' });
       const again = Date.now();

@@ -29,6 +29,9 @@ export function CodePane({
   const { t } = useTranslation('desktop');
   const [state, setState] = useState<State>({ kind: 'checking' });
   const [opening, setOpening] = useState(false);
+  // The frame URL whose page has loaded: until then the pane says it is opening, since the first
+  // request may wait for the board to start code-server (seconds) and an empty frame looks broken.
+  const [loadedUrl, setLoadedUrl] = useState<string | null>(null);
 
   const ticket = useCallback(async (): Promise<State> => {
     try {
@@ -122,8 +125,18 @@ export function CodePane({
           </Button>
           {fallbackButtons('ghost')}
         </div>
+        {loadedUrl !== state.url && (
+          <div
+            className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-3 py-2 text-[12px] text-zinc-500 dark:border-zinc-800"
+            role="status"
+            data-testid="code-starting"
+          >
+            <Spinner size={12} /> {t('code.starting')}
+          </div>
+        )}
         <iframe
           key={state.url}
+          onLoad={() => setLoadedUrl(state.url)}
           src={state.url}
           title={t('code.frameTitle')}
           className="min-h-0 w-full flex-1 border-0 bg-white"
