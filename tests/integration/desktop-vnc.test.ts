@@ -148,7 +148,8 @@ describe('the VNC bridge to a local board’s desktop', () => {
     if (process.getuid?.() !== 0) throw new Error('local boards need the tests to run as root');
     if (!hostDesktop())
       throw new Error('no desktop on this host: apt-get install tigervnc-standalone-server openbox xterm');
-    t = await makeTestApp();
+    // Boards that start no code-server (code-server.test.ts covers those that do).
+    t = await makeTestApp({ env: { BIANBU_CODE_SERVER_DIR: '' } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
     u = await makeUser(t.app);
