@@ -103,6 +103,15 @@ export interface ExecResult {
   reason?: string;
 }
 
+/**
+ * What a shell does after its end marker: it stays until the cli closes it (having read the marker),
+ * or a minute passes. A process that exits right after writing can lose its last bytes on the way
+ * out of the PTY (the master reads EIO before the kernel has handed it the slave's last writes: seen
+ * here as the last 385 of 70,000 bytes and the marker missing, in 2 of 25 runs), so the shell must
+ * not be the one to end. Its stderr (the fifo of the stderr reader) is closed, so that reader ends.
+ */
+const LINGER = 'exec sleep 60 2>/dev/null';
+
 function scripts(nonce: string, argv: string[]) {
   const dir = `/tmp/.bianbu-exec-${nonce}`;
   const prep = `D=${dir}; mkdir -p -m 700 "$D" 2>/dev/null; [ -p "$D/e" ] || mkfifo "$D/e" 2>/dev/null;`;
@@ -116,9 +125,9 @@ function scripts(nonce: string, argv: string[]) {
     `exec 2>"$D/e"; exec 3<&0; trap : INT;`,
     `base64 -d <&3 >"$D/i" 3<&- & p=$!;`,
     `(cd "$HOME" 2>/dev/null; ${cmd}) <"$D/i" 3<&-; s=$?;`,
-    `kill $p 2>/dev/null; rm -rf "$D"; printf '\\036E%s %d\\036' ${nonce} "$s"`,
+    `kill $p 2>/dev/null; rm -rf "$D"; printf '\\036E%s %d\\036' ${nonce} "$s"; ${LINGER}`,
   ].join(' ');
-  const b = `${prep} printf '\\036S%s\\036' ${nonce}; cat "$D/e"; printf '\\036E%s\\036' ${nonce}`;
+  const b = `${prep} printf '\\036S%s\\036' ${nonce}; cat "$D/e"; printf '\\036E%s\\036' ${nonce}; ${LINGER}`;
   return {
     a: `stty -echo -opost 2>/dev/null; exec sh -c ${sq(a)}\n`,
     b: `stty raw -echo 2>/dev/null; exec sh -c ${sq(b)}\n`,
