@@ -12,24 +12,31 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CODE_SERVER_DIR, hostCodeServer } from '#server/boards/local/code-server.ts';
 import { hostDesktop } from '#server/boards/local/desktop.ts';
-import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
+import { signedInContext } from './helpers/context.ts';
 import { E2E_REQUIRED, launchChromium, SKIP_E2E } from './helpers/chromium.ts';
 import { type Service, startService } from './helpers/service.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
 import { MainboardPage } from './pages/DevicePages.ts';
-import { forceDomRenderer, WorkbenchPage } from './pages/WorkbenchPage.ts';
+import { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 
-async function api<T>(svc: Service, token: string, p: string, body: unknown): Promise<T> {
-  const res = await fetch(`${svc.url}${p}`, {
-    method: 'POST',
-    headers: { Authorization: token, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const env = (await res.json()) as { code: number; message: string; data: T };
-  if (env.code !== 20000) throw new Error(`${p}: ${env.code} ${env.message}`);
-  return env.data;
+/** A service with `env`, the admin signed in (English, DOM renderer) on the workbench of a board leased as `name`. */
+async function boardWorkbench(name: string, env: Record<string, string>) {
+  const svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD, ...env });
+  const browser = await launchChromium();
+  const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
+  await requestBoard(svc.url, token, name);
+  const ctx = await signedInContext(browser, token, { viewport: { width: 1600, height: 900 } });
+  const page = await ctx.newPage();
+  const console_ = new ConsolePage(page, svc.url);
+  const wb = new WorkbenchPage(page);
+  await console_.goto('/mainboard');
+  await new MainboardPage(page).start(name);
+  await wb.ready();
+  await wb.waitForLiveTerminals(1);
+  return { svc, browser, ctx, page, console_, wb };
 }
 
 /** Lit (non-background) pixels of the noVNC canvas, sampled on a grid. */
@@ -53,7 +60,6 @@ describe.skipIf(SKIP_E2E)('the board’s desktop and code window', () => {
   let browser: Browser;
   let ctx: BrowserContext;
   let page: Page;
-  let token: string;
   let console_: ConsolePage;
   let wb: WorkbenchPage;
 
@@ -62,29 +68,10 @@ describe.skipIf(SKIP_E2E)('the board’s desktop and code window', () => {
       throw new Error('no desktop on this host: apt-get install tigervnc-standalone-server openbox xterm');
     fs.mkdirSync(SHOTS, { recursive: true });
     // Boards here start no code-server (as on a host without the install): the fallback and a stand-in.
-    svc = await startService({
-      BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    ({ svc, browser, ctx, page, console_, wb } = await boardWorkbench('desk', {
       BIANBU_CODE_PORT: '0',
       BIANBU_CODE_SERVER_DIR: '',
-    });
-    browser = await launchChromium();
-    token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await api(svc, token, '/api/device/request-device', {
-      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-      filterReq: {},
-      serverName: 'desk',
-    });
-    ctx = await browser.newContext({ viewport: { width: 1600, height: 900 } });
-    await ctx.addCookies([{ name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' }]);
-    await ctx.addInitScript((t) => localStorage.setItem('token', t), token);
-    await ctx.addInitScript(forceDomRenderer);
-    page = await ctx.newPage();
-    console_ = new ConsolePage(page, svc.url);
-    wb = new WorkbenchPage(page);
-    await console_.goto('/mainboard');
-    await new MainboardPage(page).start('desk');
-    await wb.ready();
-    await wb.waitForLiveTerminals(1);
+    }));
   }, 120_000);
 
   afterAll(async () => {
@@ -245,25 +232,7 @@ describe.skipIf(SKIP_E2E || (!hostCodeServer(DEFAULT_CODE_SERVER_DIR) && !E2E_RE
       if (!hostCodeServer(DEFAULT_CODE_SERVER_DIR))
         throw new Error(`no code-server in ${DEFAULT_CODE_SERVER_DIR}: run scripts/install-code-server.sh`);
       fs.mkdirSync(SHOTS, { recursive: true });
-      svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD, BIANBU_CODE_PORT: '0' });
-      browser = await launchChromium();
-      const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-      await api(svc, token, '/api/device/request-device', {
-        requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
-        filterReq: {},
-        serverName: 'vscode',
-      });
-      ctx = await browser.newContext({ viewport: { width: 1600, height: 900 } });
-      await ctx.addCookies([{ name: 'lang', value: 'en', domain: '127.0.0.1', path: '/' }]);
-      await ctx.addInitScript((t) => localStorage.setItem('token', t), token);
-      await ctx.addInitScript(forceDomRenderer);
-      page = await ctx.newPage();
-      console_ = new ConsolePage(page, svc.url);
-      wb = new WorkbenchPage(page);
-      await console_.goto('/mainboard');
-      await new MainboardPage(page).start('vscode');
-      await wb.ready();
-      await wb.waitForLiveTerminals(1);
+      ({ svc, browser, ctx, page, console_, wb } = await boardWorkbench('vscode', { BIANBU_CODE_PORT: '0' }));
     }, 120_000);
 
     afterAll(async () => {
