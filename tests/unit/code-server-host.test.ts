@@ -1,5 +1,4 @@
 // Which host install a local board may run code-server from (code-server.ts), and the config that names it.
-import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CODE_SERVER_DIR, hostCodeServer } from '#server/boards/local/code-server.ts';
 import { testConfig } from '#server/config.ts';
@@ -15,7 +14,8 @@ describe('hostCodeServer', () => {
     expect(hostCodeServer(dir)).toBeNull();
   });
 
-  it.skipIf(!fs.existsSync(`${DEFAULT_CODE_SERVER_DIR}/.bianbu-installed`))(
+  // The host's install (scripts/install-code-server.sh, run by `.ci/run`): no install, a failure.
+  it(
     'finds the installed version, its entry point and the host node under /usr',
     () => {
       const cs = hostCodeServer(DEFAULT_CODE_SERVER_DIR);
