@@ -169,6 +169,39 @@ describe('a local board is not the host', () => {
     expect(r.out).not.toContain('BIANBU_');
   });
 
+  it("holds no descriptor of the service's: it cannot type into another board's shell", async () => {
+    // A shell of board B stays open: the descriptor of its terminal is the service's, and node-pty
+    // opens it without close-on-exec.
+    const victim = await b.openShell({ cols: 80, rows: 24 });
+    let victimText = '';
+    victim.onData((d) => {
+      victimText += d.toString();
+    });
+    try {
+      await new Promise((res) => setTimeout(res, 300));
+      // Board A's root looks at every descriptor its processes hold beyond stdio, and writes a command
+      // into each one its own shell holds (through /proc, a terminal would be opened anew).
+      const probe = await sh(
+        a,
+        'for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] && continue; read -r _ _ _ pp _ < $p/stat; [ "$pp" = $$ ] && continue; ' +
+          'for f in $p/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] || continue; ' +
+          'l=$(readlink "$f" 2>/dev/null) || continue; case "$l" in /dev/pts/*|/proc/*|/dev/null|anon_inode:*) continue;; esac; ' +
+          'echo "HELD $(cat $p/comm) $n $l"; done; done; ' +
+          'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && [ "$n" != 255 ] && printf "echo INJECTED-\\$(hostname)\\r" >&$n; done 2>/dev/null; echo scanned',
+      );
+      expect(probe.out).toContain('scanned');
+      victim.write('echo victim-"alive"\r');
+      await new Promise((res) => setTimeout(res, 800));
+      expect(victimText).toContain('victim-alive');
+      expect(victimText).not.toContain('INJECTED-');
+      // Nothing of the host in any process of the board (beyond the probe's own shell and its
+      // subshells): no PTY master (/dev/ptmx), pipe, socket or file of the service's.
+      expect(probe.out.split('\r\n').filter((l) => l.startsWith('HELD'))).toEqual([]);
+    } finally {
+      victim.close();
+    }
+  });
+
   it('a folder with more names than a listing answers is listed up to the bound and removed in batches (the board chooses the sizes of its folders)', async () => {
     // 25,000 names: more than a listing answers (20,000) and many removal batches.
     await sh(a, 'mkdir -p /root/many && cd /root/many && seq 1 25000 | xargs touch', 120_000);

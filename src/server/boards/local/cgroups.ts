@@ -1,7 +1,7 @@
 // Kernel-enforced limits of one local board: memory, process count and CPU, from its declared size.
 // Lifecycle: `create()` before the board boots (idempotent), every process that enters the board —
 // the sandbox itself, shells, the file server, plugin calls — joins the board's cgroups before it
-// execs (`prefix()`), so nothing a board runs escapes its limits; `destroy()` after the board stopped.
+// execs (`joinScript()` in `entryPrefix`), so nothing a board runs escapes its limits; `destroy()` after the board stopped.
 // A board that reaches a limit gets the normal Linux answer (fork fails with EAGAIN, the OOM killer
 // kills one of its own processes); the service and other boards are untouched.
 import fs from 'node:fs';
@@ -93,16 +93,15 @@ export class BoardCgroups {
   }
 
   /**
-   * argv prefix that makes the following command join the board's cgroups and then exec it; a
-   * process that cannot join does not run (exit 125), so nothing runs in a board unconfined. It also
-   * gives board processes the usual umask 022 instead of the service's private 077.
+   * Shell text that makes the running shell join the board's cgroups, so the program it then execs
+   * runs confined; a process that cannot join does not run (exit 125), so nothing runs in a board
+   * unconfined. Used by `entryPrefix` (sandbox.ts).
    */
-  prefix(): string[] {
+  joinScript(): string {
     const q = (f: string) => `'${f.replaceAll("'", `'\\''`)}'`;
-    const join = this.joinFiles()
+    return this.joinFiles()
       .map(({ file, v1 }) => `echo ${v1 ? '0' : '$$'} > ${q(file)} || exit 125; `)
       .join('');
-    return ['/bin/sh', '-c', `umask 022; ${join}exec "$@"`, 'bianbu-join'];
   }
 
   /** Memory the board's processes use now (page cache included), or null without a memory cgroup. */

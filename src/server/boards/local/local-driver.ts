@@ -38,7 +38,7 @@ import { BoardCodeServer, DEFAULT_CODE_SERVER_DIR, hostCodeServer } from './code
 import { boardNode, DESKTOP_PREPARE, DESKTOP_START, hostDesktop, spawnRelay, UNIX_RELAY, VNC_SOCKET } from './desktop.ts';
 import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
-import { bootArgv, bwrapArgs, enterArgv, mapUserNamespace, PATH_ENV } from './sandbox.ts';
+import { bootArgv, bwrapArgs, enterArgv, entryPrefix, mapUserNamespace, PATH_ENV } from './sandbox.ts';
 import { SerialConsole } from './serial.ts';
 import { claimIdentity, DEFAULT_SLOT_REGISTRY, shiftOwnership } from './uid-slots.ts';
 import { unpackInWorker } from './unpack.ts';
@@ -379,7 +379,7 @@ export class LocalDriver implements BoardDriver {
       },
       true,
     );
-    const { file, args: argv } = bootArgv(bwrap, this.base, this.cgroups?.prefix() ?? [], args);
+    const { file, args: argv } = bootArgv(bwrap, this.base, this.entryPrefix(3), args);
     // A clean environment: nothing of the service's (database URL, admin password) reaches a board.
     return spawn(file, argv, { stdio: ['pipe', 'ignore', 'pipe', 'pipe'], env: { PATH: PATH_ENV } });
   }
@@ -530,6 +530,11 @@ export class LocalDriver implements BoardDriver {
     this.initPid = 0;
   }
 
+  /** The host-side start of every process entering the board: inherited descriptors closed, cgroups joined. */
+  private entryPrefix(keepFds = 2): string[] {
+    return entryPrefix(this.cgroups?.joinScript() ?? '', keepFds);
+  }
+
   /** argv prefix that runs a program inside the board as `user`, capabilities dropped. */
   private enter(user: string, cwd: string): { file: string; args: string[] } {
     const u = BOARD_USERS.find((x) => x.name === user);
@@ -546,7 +551,7 @@ export class LocalDriver implements BoardDriver {
       return { file: '/usr/bin/env', args: ['-C', hostCwd, '--', '/usr/bin/setpriv', ...privs] };
     }
     if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
-    return enterArgv(this.initPid, u, cwd, this.cgroups?.prefix() ?? [], this.userns);
+    return enterArgv(this.initPid, u, cwd, this.entryPrefix(), this.userns);
   }
 
   private shellEnv(user: string, extra: Record<string, string>): Record<string, string> {
@@ -948,7 +953,7 @@ export class LocalDriver implements BoardDriver {
       "s.on('error',e=>{process.stderr.write('err '+e.code+'\\n');process.exit(1)});" +
       "s.on('close',()=>process.exit(0));process.stdin.on('end',()=>s.end());";
     const argv = [
-      ...(this.cgroups?.prefix() ?? []),
+      ...this.entryPrefix(),
       '/usr/bin/nsenter',
       `--net=/proc/${this.initPid}/ns/net`,
       '--',

@@ -166,6 +166,24 @@ export function privsFor(u: BoardUser, userns: boolean): string[] {
   ];
 }
 
+/**
+ * argv prefix of every process the service starts into a board (the sandbox itself, shells, the file
+ * server, relays): on the host, before anything of the board runs, it closes every descriptor above
+ * `keepFds` that it inherited, joins the board's cgroups (`join`, from BoardCgroups.joinScript) and
+ * gives the usual umask 022 instead of the service's private 077, then execs the rest.
+ *
+ * Closing matters because a board's root can read every descriptor its processes hold: a descriptor
+ * the service holds without close-on-exec (a PTY master node-pty opened for another board's shell, a
+ * pipe the service inherited from whoever started it) would otherwise follow the fork into this board
+ * and let it type into, or read, something that is not its own. bash, not sh: dash cannot close a
+ * descriptor above 9.
+ */
+export function entryPrefix(join: string, keepFds = 2): string[] {
+  const close = `for f in /proc/$$/fd/*; do n=\${f##*/}; if [ "$n" -gt ${keepFds} ]; then exec {n}>&-; fi; done; `;
+  // --norc: bash reads ~/.bashrc (the host root's) when its stdin is a socket, as our pipes are.
+  return ['/bin/bash', '--norc', '--noprofile', '-c', `umask 022; ${close}${join}exec "$@"`, 'bianbu-enter'];
+}
+
 /** argv prefix that runs a program inside the running board `initPid` as `u`, in `cwd`. */
 export function enterArgv(initPid: number, u: BoardUser, cwd: string, cgPrefix: string[], userns: boolean): { file: string; args: string[] } {
   const all = [
