@@ -36,6 +36,7 @@ import { localFiles } from './files.ts';
 import { hostSupport } from './host-support.ts';
 import { BoardCodeServer, DEFAULT_CODE_SERVER_DIR, hostCodeServer } from './code-server.ts';
 import { boardNode, DESKTOP_PREPARE, DESKTOP_START, hostDesktop, spawnRelay, UNIX_RELAY, VNC_SOCKET } from './desktop.ts';
+import { BoardPtyHost } from './pty-host/pty-host.ts';
 import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
 import { bootArgv, bwrapArgs, enterArgv, entryPrefix, mapUserNamespace, PATH_ENV } from './sandbox.ts';
@@ -117,6 +118,7 @@ export class LocalDriver implements BoardDriver {
   /** Disk usage and when it is due for a refresh (boards without a disk image only). */
   private disk: { at: number; bytes: number } | null = null;
   private readonly ptys = new Set<pty.IPty>();
+  private ptyHost: BoardPtyHost | null = null;
   private readonly timeoutMs: number;
   private hostname: string;
   /** Host uid/gid of root inside the board (null until started, and for unsandboxed boards). */
@@ -493,6 +495,7 @@ export class LocalDriver implements BoardDriver {
     // Shells are killed last: their nsenter parents must stay alive to reap the board's processes,
     // which the namespace's death waits for.
     const killPtys = () => {
+      this.ptyHost?.stop();
       for (const p of this.ptys) {
         try {
           p.kill('SIGKILL');
@@ -536,7 +539,7 @@ export class LocalDriver implements BoardDriver {
   }
 
   /** argv prefix that runs a program inside the board as `user`, capabilities dropped. */
-  private enter(user: string, cwd: string): { file: string; args: string[] } {
+  private enter(user: string, cwd: string, keepFds = 2): { file: string; args: string[] } {
     const u = BOARD_USERS.find((x) => x.name === user);
     if (!u) throw new DriverError('driver.failed', `Unknown board user ${user}`);
     if (!this.init.sandboxed) {
@@ -551,7 +554,7 @@ export class LocalDriver implements BoardDriver {
       return { file: '/usr/bin/env', args: ['-C', hostCwd, '--', '/usr/bin/setpriv', ...privs] };
     }
     if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
-    return enterArgv(this.initPid, u, cwd, this.entryPrefix(), this.userns);
+    return enterArgv(this.initPid, u, cwd, this.entryPrefix(keepFds), this.userns);
   }
 
   private shellEnv(user: string, extra: Record<string, string>): Record<string, string> {
@@ -578,6 +581,19 @@ export class LocalDriver implements BoardDriver {
     await this.started.catch(() => {});
     if (this.booting) await this.booting;
     const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
+    const node = boardNode();
+    if (this.init.sandboxed && u.uid === 0 && node) {
+      // Root login shells come from the board's PTY host: a terminal of the board's own, no fork of
+      // the service and no sandbox entry per shell (pty-host/).
+      this.ptyHost ??= new BoardPtyHost({
+        launch: () => this.enter('root', '/', 3),
+        node,
+        env: { PATH: PATH_ENV },
+        timeoutMs: this.timeoutMs,
+        log: this.init.log,
+      });
+      return this.ptyHost.open({ argv: ['/bin/bash', '-l'], env: this.shellEnv(user, env), cwd: u.home, size });
+    }
     const { file, args } = this.enter(user, u.home);
     // The PTY node-pty opens lives in the host's devpts, which the board cannot see; `script`
     // opens a second one from the board's own /dev/ptmx so `tty`, job control and programs that

@@ -1,0 +1,192 @@
+// A board's PTY host as an attacker would run it: the host lives inside the board, so its root can
+// kill it or put any program in its place. Fake hosts (plain node scripts speaking the frame protocol
+// badly) stand for a host the board took over; a real board's root kills the real one. The service
+// must bound what it reads, stop a host that breaks the protocol, and open shells again afterwards.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PtyHandle } from '#server/boards/driver.ts';
+import { hostSupport } from '#server/boards/local/host-support.ts';
+import { LocalDriver } from '#server/boards/local/local-driver.ts';
+import { BoardPtyHost } from '#server/boards/local/pty-host/pty-host.ts';
+import { localDriverOptions } from '#shared/boards.ts';
+
+/** A host that answers "ready", and on an open frame says it opened, then misbehaves as `mode` says. */
+const fakeHost = (mode: 'oversize' | 'unknown' | 'flood' | 'silent' | 'stranger') => `
+const out = process.stdout;
+const f = (type, id, payload = Buffer.alloc(0), length = payload.length) => {
+  const h = Buffer.alloc(9); h.writeUInt8(type, 0); h.writeUInt32BE(id, 1); h.writeUInt32BE(length, 5);
+  return Buffer.concat([h, payload]);
+};
+out.write(f(0, 0));
+let buf = Buffer.alloc(0);
+process.stdin.on('data', (c) => {
+  buf = Buffer.concat([buf, c]);
+  while (buf.length >= 9 && buf.length >= 9 + buf.readUInt32BE(5)) {
+    const type = buf.readUInt8(0), id = buf.readUInt32BE(1);
+    buf = buf.subarray(9 + buf.readUInt32BE(5));
+    if (type !== 1 || ${JSON.stringify(mode)} === 'silent') continue;
+    const pid = Buffer.alloc(4); pid.writeUInt32BE(4242, 0);
+    out.write(f(1, id, pid));
+    if (${JSON.stringify(mode)} === 'oversize') out.write(f(2, id, Buffer.alloc(0), 0x7fffffff));
+    if (${JSON.stringify(mode)} === 'unknown') out.write(f(99, id, Buffer.from('?')));
+    if (${JSON.stringify(mode)} === 'stranger') { out.write(f(2, id + 1000, Buffer.from('not yours'))); out.write(f(3, id + 1000, Buffer.from('{"code":0}'))); out.write(f(2, id, Buffer.from('mine'))); }
+    if (${JSON.stringify(mode)} === 'flood') {
+      const chunk = f(2, id, Buffer.alloc(64 * 1024, 0x61));
+      const pump = () => { while (out.write(chunk)) {} out.once('drain', pump); };
+      pump();
+    }
+  }
+});
+setInterval(() => {}, 1000);
+`;
+
+function hostOf(mode: Parameters<typeof fakeHost>[0], log: string[] = []): BoardPtyHost {
+  return new BoardPtyHost({
+    // Everything after the fake script (the real node, its flags and program) is ignored by it.
+    launch: () => ({ file: process.execPath, args: ['-e', fakeHost(mode), '--'] }),
+    node: process.execPath,
+    env: { PATH: '/usr/bin:/bin' },
+    timeoutMs: 2000,
+    log: (msg, data) => log.push(`${msg} ${JSON.stringify(data ?? {})}`),
+  });
+}
+
+const spec = { argv: ['/bin/sh'], env: {}, cwd: '/', size: { cols: 80, rows: 24 } };
+const ended = (p: PtyHandle) => new Promise<{ exitCode: number | null; reason?: string }>((r) => p.onExit(r));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('a PTY host the board took over', () => {
+  it('is stopped when it announces a frame over the limit, and its shells end', async () => {
+    const log: string[] = [];
+    const host = hostOf('oversize', log);
+    const p = await host.open(spec);
+    const end = await ended(p);
+    expect(end.exitCode).toBeNull();
+    expect(log.join('\n')).toMatch(/over the limit/);
+    host.stop();
+  });
+
+  it('is stopped when it sends a frame type the protocol does not have', async () => {
+    const log: string[] = [];
+    const host = hostOf('unknown', log);
+    const p = await host.open(spec);
+    await ended(p);
+    expect(log.join('\n')).toMatch(/unknown frame type 99/);
+  });
+
+  it("cannot speak for a shell the service did not open, or end another's", async () => {
+    const host = hostOf('stranger');
+    const p = await host.open(spec);
+    let text = '';
+    let gone = false;
+    p.onData((b) => {
+      text += b.toString();
+    });
+    p.onExit(() => {
+      gone = true;
+    });
+    await sleep(300);
+    expect(text).toBe('mine');
+    expect(gone).toBe(false);
+    host.stop();
+  });
+
+  it('that never opens the terminal makes the open fail in time', async () => {
+    const host = hostOf('silent');
+    const t0 = Date.now();
+    await expect(host.open(spec)).rejects.toThrow(/did not open a terminal in time/);
+    expect(Date.now() - t0).toBeLessThan(4000);
+    host.stop();
+  });
+
+  it('that ignores a pause is held: the service stops reading it until the shell resumes', async () => {
+    const host = hostOf('flood');
+    const p = await host.open(spec);
+    let got = 0;
+    p.onData((b) => {
+      got += b.length;
+    });
+    p.pause();
+    await sleep(1500);
+    const whilePaused = got;
+    await sleep(500);
+    // Bounded: the slack (1 MiB) plus what one read of the pipe held, however long the pause.
+    expect(got - whilePaused).toBe(0);
+    expect(got).toBeLessThan(1024 * 1024 + 512 * 1024);
+    p.resume();
+    await sleep(300);
+    expect(got).toBeGreaterThan(whilePaused);
+    host.stop();
+  });
+});
+
+const host = hostSupport();
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-ptyhost-'));
+
+describe("a real board's PTY host", () => {
+  let board: LocalDriver;
+
+  beforeAll(async () => {
+    if (!host.userns) throw new Error(`board isolation is not available: ${host.missing.join('; ')}`);
+    board = new LocalDriver({
+      boardId: 'ph',
+      name: 'ph',
+      model: 'Test Board',
+      options: localDriverOptions.parse({ memoryMb: 256, diskQuotaMb: 64, maxProcesses: 256 }),
+      boardDir: path.join(work, 'data', 'boards', 'ph'),
+      pluginsDir: path.join(work, 'plugins'),
+      sandboxed: true,
+    });
+    await board.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await board?.stop();
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  async function run(p: PtyHandle, command: string): Promise<string> {
+    const tag = crypto.randomBytes(4).toString('hex');
+    let text = '';
+    const done = new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out: ${command}\n${text}`)), 15_000);
+      p.onData((b) => {
+        text += b.toString();
+        const m = new RegExp(`=${tag}=([\\s\\S]*?)=/${tag}=`).exec(text);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
+      });
+    });
+    p.write(`echo "=${tag}""=$(${command})=/${tag}""="\n`);
+    return done;
+  }
+
+  it("gives shells a terminal of the board's own, sized as asked, with the job seen from the host", async () => {
+    const p = await board.openShell({ cols: 91, rows: 33 });
+    expect(await run(p, 'tty')).toMatch(/^\/dev\/pts\/\d+$/);
+    expect(await run(p, 'stty size')).toBe('33 91');
+    p.resize({ cols: 100, rows: 20 });
+    expect(await run(p, 'stty size')).toBe('20 100');
+    expect(p.hostPid).toBeGreaterThan(1);
+    expect(fs.readFileSync(`/proc/${p.hostPid}/comm`, 'utf8').trim()).toBe('bash');
+    p.close();
+    expect((await ended(p)).exitCode).not.toBeNull();
+  });
+
+  it("killed by the board's root, ends that board's shells, and the next shell works", async () => {
+    const victim = await board.openShell({ cols: 80, rows: 24 });
+    const attacker = await board.openShell({ cols: 80, rows: 24 });
+    const victimEnd = ended(victim);
+    attacker.write('pkill -9 -f bianbu-pty-host\n');
+    const end = await victimEnd;
+    expect(end.reason).toBe('the board ended');
+    const next = await board.openShell({ cols: 80, rows: 24 });
+    expect(await run(next, 'echo again')).toBe('again');
+    next.close();
+  });
+});

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { type Frame, FrameReader, frame, HEADER } from '#server/boards/local/pty-host/protocol.ts';
+
+const wire = (...frames: Buffer[][]) => Buffer.concat(frames.flat());
+const read = (r: FrameReader, ...chunks: Buffer[]) => {
+  const got: Frame[] = [];
+  for (const c of chunks) r.push(c, (f) => got.push({ ...f, payload: Buffer.from(f.payload) }));
+  return got.map((f) => [f.type, f.id, f.payload.toString()]);
+};
+
+describe("the PTY host's frames", () => {
+  it('cuts several frames out of one chunk, empty payloads included', () => {
+    const bytes = wire(frame(2, 7, Buffer.from('hello')), frame(4, 7), frame(2, 9, Buffer.from('x')));
+    expect(read(new FrameReader(), bytes)).toEqual([
+      [2, 7, 'hello'],
+      [4, 7, ''],
+      [2, 9, 'x'],
+    ]);
+  });
+
+  it('joins a frame split at every byte, header included', () => {
+    const bytes = wire(frame(2, 0xfffffffe, Buffer.from('split payload')), frame(3, 1, Buffer.from('{}')));
+    const chunks = [...bytes].map((b) => Buffer.from([b]));
+    expect(read(new FrameReader(), ...chunks)).toEqual([
+      [2, 0xfffffffe, 'split payload'],
+      [3, 1, '{}'],
+    ]);
+  });
+
+  it('gives views of the chunk read for whole frames (no copy), and keeps no view of it for a partial one', () => {
+    const chunk = wire(frame(2, 1, Buffer.from('abc')), [Buffer.from([2, 0, 0])]);
+    const r = new FrameReader();
+    const views: Buffer[] = [];
+    r.push(chunk, (f) => views.push(f.payload));
+    expect(views[0].buffer).toBe(chunk.buffer);
+    chunk[HEADER] = 'z'.charCodeAt(0);
+    expect(views[0].toString()).toBe('zbc');
+    chunk.fill(0);
+    expect(read(r, Buffer.from([0, 1, 0, 0, 0, 1, 0x41]))).toEqual([[2, 1, 'A']]);
+  });
+
+  it('refuses a frame longer than the limit before waiting for its bytes', () => {
+    const r = new FrameReader(1024);
+    const h = frame(2, 1, Buffer.alloc(1025))[0];
+    expect(() => r.push(h, () => {})).toThrow(/over the limit/);
+    expect(() => new FrameReader(1024).push(frame(2, 1, Buffer.alloc(1024))[0], () => {})).not.toThrow();
+  });
+});
