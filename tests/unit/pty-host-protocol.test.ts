@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { type Frame, FrameReader, frame, HEADER } from '#server/boards/local/pty-host/protocol.ts';
 
 const wire = (...frames: Buffer[][]) => Buffer.concat(frames.flat());
-const read = (r: FrameReader, ...chunks: Buffer[]) => {
+const readAll = (r: FrameReader, chunks: Buffer[]) => {
   const got: Frame[] = [];
   for (const c of chunks) r.push(c, (f) => got.push({ ...f, payload: Buffer.from(f.payload) }));
   return got.map((f) => [f.type, f.id, f.payload.toString()]);
 };
+const read = (r: FrameReader, ...chunks: Buffer[]) => readAll(r, chunks);
 
 describe("the PTY host's frames", () => {
   it('cuts several frames out of one chunk, empty payloads included', () => {
@@ -37,6 +38,25 @@ describe("the PTY host's frames", () => {
     expect(views[0].toString()).toBe('zbc');
     chunk.fill(0);
     expect(read(r, Buffer.from([0, 1, 0, 0, 0, 1, 0x41]))).toEqual([[2, 1, 'A']]);
+  });
+
+  it('reads the same frames however the stream is cut (random frames, random cuts)', () => {
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const sent = Array.from({ length: 300 }, (_, i) => [2, i, 'x'.repeat(rnd(9000))] as const);
+    const bytes = wire(...sent.map(([t, id, p]) => frame(t, id, Buffer.from(p))));
+    for (let round = 0; round < 5; round++) {
+      const chunks: Buffer[] = [];
+      for (let at = 0; at < bytes.length; ) {
+        const n = 1 + rnd(round % 2 ? 20 : 70_000);
+        chunks.push(bytes.subarray(at, at + n));
+        at += n;
+      }
+      expect(readAll(new FrameReader(), chunks)).toEqual(sent.map(([t, id, p]) => [t, id, p]));
+    }
   });
 
   it('refuses a frame longer than the limit before waiting for its bytes', () => {

@@ -94,6 +94,14 @@ export async function verifyCredential(
     .from(credentials)
     .where(eq(credentials.tokenHash, hashToken(token)))
     .limit(1);
+  return checkCredential(row, now);
+}
+
+/** A credential row as the caller's: throws the session codes when it is missing, revoked or expired. */
+export function checkCredential(
+  row: typeof credentials.$inferSelect | null | undefined,
+  now: Date,
+): { userId: string; kind: CredentialKind; id: string; expiresAt: Date | null } {
   if (!row) throw fail(sessionEndOf(null));
   if (row.revokedAt) throw fail(sessionEndOf(row.revokedReason));
   if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) throw fail(sessionEndOf(EXPIRED));

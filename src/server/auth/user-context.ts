@@ -1,10 +1,10 @@
 // Who is calling: resolved once per request from the Authorization header.
 import { and, eq } from 'drizzle-orm';
 import type { Db } from '#server/db/client.ts';
-import { memberships, organisations, roles, users } from '#server/db/schema/identity.ts';
+import { credentials, memberships, organisations, roles, users } from '#server/db/schema/identity.ts';
 import { ResultCode } from '#shared/codes.ts';
 import { sessionEnded } from '#server/errors.ts';
-import { tokenFromHeader, verifyCredential } from './tokens.ts';
+import { checkCredential, hashToken, tokenFromHeader } from './tokens.ts';
 
 export interface AuthUser {
   id: string;
@@ -28,11 +28,49 @@ export async function authenticate(
   now = new Date(),
 ): Promise<AuthUser | null> {
   const token = tokenFromHeader(authorization);
-  if (!token) return null;
-  const cred = await verifyCredential(db, token, now);
-  const user = await loadAuthUser(db, cred.userId, cred.id, cred.kind);
-  if (!user) throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');
-  return user;
+  return token ? (await authenticateToken(db, token, now)).user : null;
+}
+
+/** The user of a token and when the token expires; throws the session codes for a bad one. */
+export async function authenticateToken(
+  db: Db,
+  token: string,
+  now = new Date(),
+): Promise<{ user: AuthUser; expiresAt: Date | null }> {
+  // One query for the credential, its user and the user's role in the current organisation: every
+  // call pays it, and on the embedded database each query is a turn of its single thread.
+  const [row] = await db
+    .select({
+      cred: credentials,
+      user: users,
+      perms: roles.perms,
+      roleId: roles.id,
+      orgType: organisations.type,
+      orgId: organisations.id,
+    })
+    .from(credentials)
+    .leftJoin(users, eq(users.id, credentials.userId))
+    .leftJoin(memberships, and(eq(memberships.userId, users.id), eq(memberships.orgId, users.currentOrgId)))
+    .leftJoin(roles, eq(roles.id, memberships.roleId))
+    .leftJoin(organisations, eq(organisations.id, memberships.orgId))
+    .where(eq(credentials.tokenHash, hashToken(token)))
+    .limit(1);
+  const cred = checkCredential(row?.cred, now);
+  const u = row?.user;
+  if (!u?.isActive) throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');
+  // As loadAuthUser: a membership counts only with its role and organisation.
+  const member = u.currentOrgId !== null && row.roleId !== null && row.orgId !== null;
+  const user: AuthUser = {
+    id: u.id,
+    username: u.username,
+    displayName: u.displayName,
+    orgId: u.currentOrgId,
+    orgType: member ? row.orgType : null,
+    perms: member ? (row.perms ?? []) : [],
+    credentialId: cred.id,
+    credentialKind: cred.kind,
+  };
+  return { user, expiresAt: cred.expiresAt };
 }
 
 export async function loadAuthUser(

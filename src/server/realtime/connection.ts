@@ -18,10 +18,9 @@ import {
   type SessionEnd,
   sessionEndOf,
   tokenFromHeader,
-  verifyCredential,
 } from '#server/auth/tokens.ts';
 import type { AuthUser } from '#server/auth/user-context.ts';
-import { loadAuthUser } from '#server/auth/user-context.ts';
+import { authenticateToken } from '#server/auth/user-context.ts';
 import { AppError } from '#server/errors.ts';
 import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
 import {
@@ -339,15 +338,9 @@ export class StompConnection {
     }
     const db = this.opts.app.storage.db;
     // Expiry is judged by the service clock, as for HTTP calls.
-    const cred = await verifyCredential(db, token, this.opts.app.clock.now());
-    const user = await loadAuthUser(db, cred.userId, cred.id, cred.kind);
-    if (!user) {
-      const end = sessionEndOf(null);
-      this.fail(end.key, end.message, end.code, f);
-      return;
-    }
+    const { user, expiresAt } = await authenticateToken(db, token, this.opts.app.clock.now());
     this.user = user;
-    this.expiresAt = cred.expiresAt?.getTime() ?? null;
+    this.expiresAt = expiresAt?.getTime() ?? null;
     const applyId = (f.headers.applyId ?? '').trim();
     if (applyId && applyId !== 'null' && applyId !== 'undefined')
       this.apply = await this.resolveApply(applyId);

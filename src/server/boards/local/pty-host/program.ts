@@ -34,9 +34,9 @@ interface Term {
   pid: number;
   fd: number;
   socket: tty.ReadStream;
-  queue: Buffer[];
-  writing: boolean;
   exited: { code: number; signal: number } | null;
+  /** Output read in this turn of the event loop, sent as one frame at its end. */
+  pending: Buffer[];
   closed: boolean;
   pausedByService: boolean;
 }
@@ -54,19 +54,13 @@ const out = new net.Socket({ fd: 1, readable: false, writable: true });
 const inp = new net.Socket({ fd: 0, readable: true, writable: false });
 const terms = new Map<number, Term>();
 let congested = false;
-let corked = false;
 
 function send(type: number, id: number, payload?: Buffer): void {
-  if (!corked) {
-    corked = true;
-    out.cork();
-    setImmediate(() => {
-      corked = false;
-      out.uncork();
-    });
-  }
+  // Header and payload leave in one writev.
   let ok = true;
+  out.cork();
   for (const b of frame(type, id, payload)) ok = out.write(b);
+  out.uncork();
   if (!ok && !congested) {
     // The service reads slower than the board prints: stop reading every terminal until it drains.
     congested = true;
@@ -78,8 +72,26 @@ function send(type: number, id: number, payload?: Buffer): void {
   }
 }
 
+/** Terminals with output waiting for the end of this turn. */
+const flushing = new Map<number, Term>();
+
+function output(id: number, t: Term, b: Buffer): void {
+  t.pending.push(b);
+  if (flushing.size === 0) setImmediate(flush);
+  flushing.set(id, t);
+}
+
+function flush(): void {
+  for (const [id, t] of flushing) {
+    send(FromHost.data, id, t.pending.length === 1 ? t.pending[0] : Buffer.concat(t.pending));
+    t.pending = [];
+  }
+  flushing.clear();
+}
+
 function finish(id: number, t: Term): void {
   if (!t.exited || !t.closed || !terms.has(id)) return;
+  if (t.pending.length > 0) flush();
   terms.delete(id);
   send(FromHost.exit, id, Buffer.from(JSON.stringify(t.exited)));
 }
@@ -127,9 +139,8 @@ function open(
     pid: term.pid,
     fd: term.fd,
     socket,
-    queue: [],
-    writing: false,
     exited: null,
+    pending: [],
     closed: false,
     pausedByService: false,
   };
@@ -138,7 +149,7 @@ function open(
   const pid = Buffer.allocUnsafe(4);
   pid.writeUInt32BE(term.pid, 0);
   send(FromHost.opened, id, pid);
-  socket.on('data', (b: Buffer) => send(FromHost.data, id, b));
+  socket.on('data', (b: Buffer) => output(id, self, b));
   // EIO once every process of the terminal has closed it: the end of the output.
   socket.on('error', () => {});
   socket.on('close', () => {
@@ -146,23 +157,6 @@ function open(
     finish(id, self);
   });
   if (congested) socket.pause();
-}
-
-function write(t: Term): void {
-  if (t.writing || t.queue.length === 0) return;
-  t.writing = true;
-  const b = t.queue[0];
-  fs.write(t.fd, b, 0, b.length, null, (err, n) => {
-    t.writing = false;
-    if (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') setImmediate(() => write(t));
-      else t.queue.length = 0;
-      return;
-    }
-    if (n < b.length) t.queue[0] = b.subarray(n);
-    else t.queue.shift();
-    write(t);
-  });
 }
 
 function onFrame(type: number, id: number, payload: Buffer): void {
@@ -174,8 +168,8 @@ function onFrame(type: number, id: number, payload: Buffer): void {
   if (!t) return;
   switch (type) {
     case ToHost.input:
-      t.queue.push(Buffer.from(payload));
-      write(t);
+      // libuv writes at once and, on a full terminal, waits until it takes more (non-blocking fd).
+      t.socket.write(Buffer.from(payload));
       return;
     case ToHost.resize:
       try {

@@ -56,30 +56,59 @@ export interface Frame {
 }
 
 /**
- * Cuts frames out of a byte stream. Payloads are views of the chunks read when a frame lies within one
- * chunk (the usual case for output); only a frame split across chunks is copied. Throws on a frame
- * longer than `max`.
+ * Cuts frames out of a byte stream. Payloads are views of the chunk read when a frame lies within one
+ * chunk (the usual case for output); only a frame split across chunks is copied, and only that frame's
+ * bytes — never the rest of the chunk. Throws on a frame longer than `max`.
  */
 export class FrameReader {
+  /** The start of a frame split across chunks. */
   private rest: Buffer | null = null;
 
   constructor(private readonly max = MAX_FRAME) {}
 
   push(chunk: Buffer, emit: (f: Frame) => void): void {
-    const buf = this.rest ? Buffer.concat([this.rest, chunk]) : chunk;
-    this.rest = null;
     let at = 0;
-    while (buf.length - at >= HEADER) {
-      const length = buf.readUInt32BE(at + 5);
-      if (length > this.max) throw new Error(`frame of ${length} bytes is over the limit of ${this.max}`);
-      if (buf.length - at < HEADER + length) break;
+    if (this.rest) {
+      let rest = this.rest;
+      if (rest.length < HEADER) {
+        const take = Math.min(HEADER - rest.length, chunk.length);
+        rest = Buffer.concat([rest, chunk.subarray(0, take)]);
+        at = take;
+        if (rest.length < HEADER) {
+          this.rest = rest;
+          return;
+        }
+      }
+      const total = HEADER + this.length(rest, 0);
+      const take = Math.min(total - rest.length, chunk.length - at);
+      rest = take > 0 ? Buffer.concat([rest, chunk.subarray(at, at + take)]) : rest;
+      at += take;
+      if (rest.length < total) {
+        this.rest = rest;
+        return;
+      }
+      this.rest = null;
+      emit({ type: rest.readUInt8(0), id: rest.readUInt32BE(1), payload: rest.subarray(HEADER) });
+    }
+    while (chunk.length - at >= HEADER) {
+      const length = this.length(chunk, at);
+      if (chunk.length - at < HEADER + length) break;
       emit({
-        type: buf.readUInt8(at),
-        id: buf.readUInt32BE(at + 1),
-        payload: buf.subarray(at + HEADER, at + HEADER + length),
+        type: chunk.readUInt8(at),
+        id: chunk.readUInt32BE(at + 1),
+        payload: chunk.subarray(at + HEADER, at + HEADER + length),
       });
       at += HEADER + length;
     }
-    if (at < buf.length) this.rest = Buffer.from(buf.subarray(at));
+    if (at < chunk.length) {
+      if (chunk.length - at >= HEADER) this.length(chunk, at);
+      this.rest = Buffer.from(chunk.subarray(at));
+    }
+  }
+
+  private length(b: Buffer, at: number): number {
+    const length = b.readUInt32BE(at + 5);
+    if (length > this.max) throw new Error(`frame of ${length} bytes is over the limit of ${this.max}`);
+    return length;
   }
 }

@@ -209,7 +209,9 @@ export class BoardPtyHost {
   send(type: number, id: number, payload?: Buffer): void {
     const stdin = this.child?.stdin;
     if (!stdin || stdin.destroyed) return;
-    for (const b of frame(type, id, payload)) stdin.write(b);
+    // One write, so one system call, per frame: keystrokes are small.
+    const parts = frame(type, id, payload);
+    stdin.write(parts.length === 1 ? parts[0] : Buffer.concat(parts));
     if (stdin.writableLength > MAX_UNREAD_INPUT) this.kill('it stopped reading its input');
   }
 
