@@ -59,6 +59,21 @@ describe("the PTY host's frames", () => {
     }
   });
 
+  it('hands on output in pieces as it arrives, views of the chunks read, and control frames whole', () => {
+    const bytes = wire(frame(2, 1, Buffer.from('0123456789')), frame(3, 1, Buffer.from('{"code":0}')));
+    const chunks = [bytes.subarray(0, 12), bytes.subarray(12, 25), bytes.subarray(25)];
+    const r = new FrameReader(1024, new Set([2]));
+    const got: Frame[] = [];
+    for (const c of chunks) r.push(c, (f) => got.push(f));
+    expect(got.map((f) => [f.type, f.payload.toString()])).toEqual([
+      [2, '012'],
+      [2, '3456789'],
+      [3, '{"code":0}'],
+    ]);
+    expect(got[0].payload.buffer).toBe(bytes.buffer);
+    expect(got[1].payload.buffer).toBe(bytes.buffer);
+  });
+
   it('refuses a frame longer than the limit before waiting for its bytes', () => {
     const r = new FrameReader(1024);
     const h = frame(2, 1, Buffer.alloc(1025))[0];

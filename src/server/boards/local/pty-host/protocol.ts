@@ -56,59 +56,62 @@ export interface Frame {
 }
 
 /**
- * Cuts frames out of a byte stream. Payloads are views of the chunk read when a frame lies within one
- * chunk (the usual case for output); only a frame split across chunks is copied, and only that frame's
- * bytes — never the rest of the chunk. Throws on a frame longer than `max`.
+ * Cuts frames out of a byte stream without copying output. Frames of the `streamed` types (terminal
+ * output) are handed on in pieces as their bytes arrive — views of the chunks read, never copied,
+ * however the stream was cut; only the other frames (small control frames) and a header split across
+ * reads are put together. Throws on a frame longer than `max`.
  */
 export class FrameReader {
-  /** The start of a frame split across chunks. */
-  private rest: Buffer | null = null;
+  /** Header bytes of a frame split across reads. */
+  private head: Buffer | null = null;
+  /** The frame being read: its header, the payload bytes still to come, what was gathered of it. */
+  private cur: { type: number; id: number; left: number; parts: Buffer[] | null } | null = null;
 
-  constructor(private readonly max = MAX_FRAME) {}
+  constructor(
+    private readonly max = MAX_FRAME,
+    private readonly streamed: ReadonlySet<number> = new Set(),
+  ) {}
 
   push(chunk: Buffer, emit: (f: Frame) => void): void {
     let at = 0;
-    if (this.rest) {
-      let rest = this.rest;
-      if (rest.length < HEADER) {
-        const take = Math.min(HEADER - rest.length, chunk.length);
-        rest = Buffer.concat([rest, chunk.subarray(0, take)]);
-        at = take;
-        if (rest.length < HEADER) {
-          this.rest = rest;
-          return;
+    while (at < chunk.length) {
+      if (!this.cur) {
+        let h: Buffer;
+        if (this.head || chunk.length - at < HEADER) {
+          const have = this.head?.length ?? 0;
+          const take = Math.min(HEADER - have, chunk.length - at);
+          h = this.head ? Buffer.concat([this.head, chunk.subarray(at, at + take)]) : Buffer.from(chunk.subarray(at, at + take));
+          at += take;
+          if (h.length < HEADER) {
+            this.head = h;
+            return;
+          }
+          this.head = null;
+        } else {
+          h = chunk.subarray(at, at + HEADER);
+          at += HEADER;
         }
+        const left = h.readUInt32BE(5);
+        if (left > this.max) throw new Error(`frame of ${left} bytes is over the limit of ${this.max}`);
+        const type = h.readUInt8(0);
+        const id = h.readUInt32BE(1);
+        if (left === 0) {
+          emit({ type, id, payload: Buffer.alloc(0) });
+          continue;
+        }
+        this.cur = { type, id, left, parts: this.streamed.has(type) ? null : [] };
       }
-      const total = HEADER + this.length(rest, 0);
-      const take = Math.min(total - rest.length, chunk.length - at);
-      rest = take > 0 ? Buffer.concat([rest, chunk.subarray(at, at + take)]) : rest;
-      at += take;
-      if (rest.length < total) {
-        this.rest = rest;
-        return;
+      const f = this.cur;
+      const n = Math.min(f.left, chunk.length - at);
+      const piece = chunk.subarray(at, at + n);
+      at += n;
+      f.left -= n;
+      if (f.parts === null) emit({ type: f.type, id: f.id, payload: piece });
+      else f.parts.push(f.left === 0 && f.parts.length === 0 ? piece : Buffer.from(piece));
+      if (f.left === 0) {
+        this.cur = null;
+        if (f.parts) emit({ type: f.type, id: f.id, payload: f.parts.length === 1 ? f.parts[0] : Buffer.concat(f.parts) });
       }
-      this.rest = null;
-      emit({ type: rest.readUInt8(0), id: rest.readUInt32BE(1), payload: rest.subarray(HEADER) });
     }
-    while (chunk.length - at >= HEADER) {
-      const length = this.length(chunk, at);
-      if (chunk.length - at < HEADER + length) break;
-      emit({
-        type: chunk.readUInt8(at),
-        id: chunk.readUInt32BE(at + 1),
-        payload: chunk.subarray(at + HEADER, at + HEADER + length),
-      });
-      at += HEADER + length;
-    }
-    if (at < chunk.length) {
-      if (chunk.length - at >= HEADER) this.length(chunk, at);
-      this.rest = Buffer.from(chunk.subarray(at));
-    }
-  }
-
-  private length(b: Buffer, at: number): number {
-    const length = b.readUInt32BE(at + 5);
-    if (length > this.max) throw new Error(`frame of ${length} bytes is over the limit of ${this.max}`);
-    return length;
   }
 }

@@ -280,7 +280,7 @@ export class BoardPtyHost {
       stderr = (stderr + b.toString()).slice(-2000);
     });
     child.stdin?.on('error', () => {});
-    const reader = new FrameReader();
+    const reader = new FrameReader(undefined, new Set([FromHost.data]));
     const ready = new Promise<void>((resolve, reject) => {
       const onFrame = (f: Frame) => {
         if (f.type === FromHost.ready && f.id === 0) resolve();
