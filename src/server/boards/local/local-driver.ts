@@ -583,6 +583,7 @@ export class LocalDriver implements BoardDriver {
     const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
     const node = boardNode();
     if (this.init.sandboxed && u.uid === 0 && node) {
+      if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
       // Root login shells come from the board's PTY host: a terminal of the board's own, no fork of
       // the service and no sandbox entry per shell (pty-host/).
       this.ptyHost ??= new BoardPtyHost({

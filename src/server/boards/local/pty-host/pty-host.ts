@@ -254,7 +254,10 @@ export class BoardPtyHost {
   }
 
   private start(): Promise<ChildProcess> {
-    if (this.child) return Promise.resolve(this.child);
+    const c = this.child;
+    // One that died and whose exit is still on its way is as good as gone.
+    if (c && c.exitCode === null && c.signalCode === null && !c.stdin?.destroyed) return Promise.resolve(c);
+    if (c) this.ended(c, '');
     this.starting ??= this.launch().finally(() => {
       this.starting = null;
     });
