@@ -55,7 +55,7 @@ function boardRow(b: SequenceRunDto['boards'][number]): string[] {
 const RUN_HEAD = ['board', 'state', 'steps', 'step', 'detail'];
 
 /** Follows a run to its end; answers its last state. */
-async function follow(ctx: Ctx, initial: SequenceRunDto): Promise<SequenceRunDto> {
+async function follow(ctx: Ctx, initial: SequenceRunDto, interrupted = false): Promise<SequenceRunDto> {
   const live = process.stderr.isTTY && !ctx.quiet && !ctx.json;
   let run = initial;
   const said = new Set<string>();
@@ -82,6 +82,8 @@ async function follow(ctx: Ctx, initial: SequenceRunDto): Promise<SequenceRunDto
       });
     },
   });
+  // A Ctrl+C that came before the run was known counts as one now.
+  if (interrupted) process.emit('SIGINT', 'SIGINT');
   try {
     render();
     while (run.state === 'running') {
@@ -284,7 +286,19 @@ ${RUN_JSON}`,
         params[p.slice(0, i)] = p.slice(i + 1);
       }
       const s = await findSequence(ctx, ref);
-      let run = await ctx.call(C.runSequence, { sequenceId: s.sequenceId, targets: boards, params });
+      // Ctrl+C while the run is being started is kept and acted on once the run is known, so it never
+      // leaves a run going behind a bianbu that has exited.
+      let early = false;
+      const onEarly = () => {
+        early = true;
+      };
+      if (o.wait) process.on('SIGINT', onEarly);
+      let run: SequenceRunDto;
+      try {
+        run = await ctx.call(C.runSequence, { sequenceId: s.sequenceId, targets: boards, params });
+      } finally {
+        process.off('SIGINT', onEarly);
+      }
       if (!o.wait) {
         if (ctx.json) return printJson(run);
         if (ctx.quiet) return printLines([run.runId]);
@@ -293,7 +307,7 @@ ${RUN_JSON}`,
         );
         return;
       }
-      run = await follow(ctx, run);
+      run = await follow(ctx, run, early);
       if (ctx.json) printJson(run);
       else if (!ctx.quiet)
         for (const b of run.boards) {
