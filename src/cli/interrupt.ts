@@ -17,11 +17,36 @@ export interface Interrupt {
   off(): void;
 }
 
-/** Listens for SIGINT: `beforeAsk` (e.g. end a live table), the question, then `act` on yes. */
+/**
+ * Runs `start`, the call that starts work bianbu then follows, keeping a Ctrl+C that comes meanwhile
+ * (when `keep`): it is acted on once the work is known (`onInterrupt`'s `already`), instead of killing
+ * bianbu and leaving the work going.
+ */
+export async function startKeepingInterrupt<T>(
+  keep: boolean,
+  start: () => Promise<T>,
+): Promise<{ value: T; interrupted: boolean }> {
+  let interrupted = false;
+  const kept = () => {
+    interrupted = true;
+  };
+  if (keep) process.on('SIGINT', kept);
+  try {
+    return { value: await start(), interrupted };
+  } finally {
+    process.off('SIGINT', kept);
+  }
+}
+
+/**
+ * Listens for SIGINT: `beforeAsk` (e.g. end a live table), the question, then `act` on yes. `already`:
+ * a Ctrl+C came before (startKeepingInterrupt), handled now as one.
+ */
 export function onInterrupt(o: {
   question: string;
   beforeAsk?: () => void;
   act: () => Promise<void>;
+  already?: boolean;
 }): Interrupt {
   let asking = false;
   let acted = false;
@@ -37,6 +62,7 @@ export function onInterrupt(o: {
     await o.act();
   };
   process.on('SIGINT', handler);
+  if (o.already) void handler();
   return {
     get asking() {
       return asking;

@@ -9,7 +9,7 @@ import { logUpdateStderr } from 'log-update';
 import { FLASH_FINAL_STATES, type FlashJobDto, flashCalls } from '#shared/flash.ts';
 import { type Ctx, ctxOf, selectHeld } from '../context.ts';
 import { CliError, classify, ExitCode } from '../errors.ts';
-import { onInterrupt } from '../interrupt.ts';
+import { onInterrupt, startKeepingInterrupt } from '../interrupt.ts';
 import {
   formatBytes,
   formatDuration,
@@ -46,7 +46,12 @@ const cancellable = (j: FlashJobDto) =>
   j.state === 'PENDING' || (j.state === 'RUNNING' && (j.stage === 'transfer' || j.stage === 'queued'));
 
 /** Follows jobs until all are final; answers them. */
-async function follow(ctx: Ctx, ids: string[], initial: FlashJobDto[]): Promise<FlashJobDto[]> {
+async function follow(
+  ctx: Ctx,
+  ids: string[],
+  initial: FlashJobDto[],
+  interrupted = false,
+): Promise<FlashJobDto[]> {
   const live = process.stderr.isTTY && !ctx.quiet && !ctx.json;
   let jobs = initial;
   const seen = new Map<string, string>();
@@ -64,6 +69,7 @@ async function follow(ctx: Ctx, ids: string[], initial: FlashJobDto[]): Promise<
       }
   };
   const int = onInterrupt({
+    already: interrupted,
     question: 'Cancel the jobs that have not started writing?',
     beforeAsk: () => live && logUpdateStderr.done(),
     act: async () => {
@@ -177,10 +183,13 @@ ${FLASH_JSON}`,
       ) => {
         const ctx = ctxOf(cmd);
         const leases = await selectHeld(ctx, refs, { all: o.all, model: o.model, group: o.group });
-        const res = await ctx.call(C.postMultiFlash, {
-          flashImageTag: image,
-          devices: leases.map((l) => ({ deviceId: l.deviceId, serverName: l.serverName })),
-        });
+        const started = await startKeepingInterrupt(Boolean(o.wait), () =>
+          ctx.call(C.postMultiFlash, {
+            flashImageTag: image,
+            devices: leases.map((l) => ({ deviceId: l.deviceId, serverName: l.serverName })),
+          }),
+        );
+        const res = started.value;
         const byDevice = new Map(leases.map((l) => [l.deviceId, l]));
         const name = (d: string) => byDevice.get(d)?.serverName ?? d;
         let results: FlashBoardResult[] = res.results.map((r) => ({
@@ -199,6 +208,7 @@ ${FLASH_JSON}`,
             ctx,
             [res.multiId],
             results.flatMap((r) => (r.job ? [r.job] : [])),
+            started.interrupted,
           );
           const byId = new Map(jobs.map((j) => [j.deviceId, j]));
           results = results.map((r) => {

@@ -11,7 +11,7 @@ import { parseSequence } from '#shared/sequence-file.ts';
 import { type RunStepDto, type SequenceDto, type SequenceRunDto, sequenceCalls } from '#shared/sequences.ts';
 import { type Ctx, ctxOf } from '../context.ts';
 import { CliError, ExitCode, notFound, usage } from '../errors.ts';
-import { onInterrupt } from '../interrupt.ts';
+import { onInterrupt, startKeepingInterrupt } from '../interrupt.ts';
 import { formatDuration, note, printJson, printLines, printTable, renderTable } from '../output.ts';
 
 const C = Object.fromEntries(sequenceCalls.map((c) => [c.name, c])) as {
@@ -73,6 +73,7 @@ async function follow(ctx: Ctx, initial: SequenceRunDto, interrupted = false): P
       });
   };
   const int = onInterrupt({
+    already: interrupted,
     question: 'Cancel the run?',
     beforeAsk: () => live && logUpdateStderr.done(),
     act: async () => {
@@ -82,8 +83,6 @@ async function follow(ctx: Ctx, initial: SequenceRunDto, interrupted = false): P
       });
     },
   });
-  // A Ctrl+C that came before the run was known counts as one now.
-  if (interrupted) process.emit('SIGINT', 'SIGINT');
   try {
     render();
     while (run.state === 'running') {
@@ -286,19 +285,10 @@ ${RUN_JSON}`,
         params[p.slice(0, i)] = p.slice(i + 1);
       }
       const s = await findSequence(ctx, ref);
-      // Ctrl+C while the run is being started is kept and acted on once the run is known, so it never
-      // leaves a run going behind a bianbu that has exited.
-      let early = false;
-      const onEarly = () => {
-        early = true;
-      };
-      if (o.wait) process.on('SIGINT', onEarly);
-      let run: SequenceRunDto;
-      try {
-        run = await ctx.call(C.runSequence, { sequenceId: s.sequenceId, targets: boards, params });
-      } finally {
-        process.off('SIGINT', onEarly);
-      }
+      const started = await startKeepingInterrupt(Boolean(o.wait), () =>
+        ctx.call(C.runSequence, { sequenceId: s.sequenceId, targets: boards, params }),
+      );
+      let run = started.value;
       if (!o.wait) {
         if (ctx.json) return printJson(run);
         if (ctx.quiet) return printLines([run.runId]);
@@ -307,7 +297,7 @@ ${RUN_JSON}`,
         );
         return;
       }
-      run = await follow(ctx, run, early);
+      run = await follow(ctx, run, started.interrupted);
       if (ctx.json) printJson(run);
       else if (!ctx.quiet)
         for (const b of run.boards) {
