@@ -419,10 +419,16 @@ describe('a local board sandbox', () => {
     expect(out).toContain('Login incorrect');
     serial.write('user\r');
     await new Promise((r) => setTimeout(r, 600));
-    serial.write('echo "I""D=$(id -un)"\r');
+    serial.write('echo "I""D=$(id -un) G""S=$(id -G) T""TY=$(tty) CAPS=$(grep CapEff /proc/self/status | cut -f2)"\r');
     const deadline = Date.now() + 5000;
-    while (!out.includes('ID=user') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!/CAPS=\w+/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(out).toContain('ID=user');
+    // The user's own groups (none of root's), a terminal of the board's, no capability left.
+    const groups = /GS=([\d ]+) TTY/.exec(out)?.[1].split(' ') ?? [];
+    expect(groups[0]).toBe('1000');
+    expect(groups).not.toContain('0');
+    expect(out).toMatch(/TTY=\/dev\/pts\/\d+/);
+    expect(out).toContain('CAPS=0000000000000000');
     await driver.powerReset();
     await new Promise((r) => setTimeout(r, 300));
     expect(out.split('OpenSBI').length).toBeGreaterThanOrEqual(3);

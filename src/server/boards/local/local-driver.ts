@@ -31,15 +31,31 @@ import { openSftpOverStdio } from '../sftp/stdio-sftp.ts';
 import { TempJournal } from '../sftp/temp-journal.ts';
 import { sleep, withTimeout } from '../util.ts';
 import { BoardCgroups } from './cgroups.ts';
+import { BoardCodeServer, DEFAULT_CODE_SERVER_DIR, hostCodeServer } from './code-server.ts';
+import {
+  boardNode,
+  DESKTOP_PREPARE,
+  DESKTOP_START,
+  hostDesktop,
+  spawnRelay,
+  UNIX_RELAY,
+  VNC_SOCKET,
+} from './desktop.ts';
 import { BoardDisk, isMountPoint } from './disk.ts';
 import { localFiles } from './files.ts';
 import { hostSupport } from './host-support.ts';
-import { BoardCodeServer, DEFAULT_CODE_SERVER_DIR, hostCodeServer } from './code-server.ts';
-import { boardNode, DESKTOP_PREPARE, DESKTOP_START, hostDesktop, spawnRelay, UNIX_RELAY, VNC_SOCKET } from './desktop.ts';
-import { BoardPtyHost } from './pty-host/pty-host.ts';
 import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
+import { BoardPtyHost } from './pty-host/pty-host.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
-import { bootArgv, bwrapArgs, enterArgv, entryPrefix, mapUserNamespace, PATH_ENV } from './sandbox.ts';
+import {
+  bootArgv,
+  bwrapArgs,
+  enterArgv,
+  entryPrefix,
+  mapUserNamespace,
+  PATH_ENV,
+  privsFor,
+} from './sandbox.ts';
 import { SerialConsole } from './serial.ts';
 import { claimIdentity, DEFAULT_SLOT_REGISTRY, shiftOwnership } from './uid-slots.ts';
 import { unpackInWorker } from './unpack.ts';
@@ -582,10 +598,11 @@ export class LocalDriver implements BoardDriver {
     if (this.booting) await this.booting;
     const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
     const node = boardNode();
-    if (this.init.sandboxed && u.uid === 0 && node) {
+    if (this.init.sandboxed && node) {
       if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
-      // Root login shells come from the board's PTY host: a terminal of the board's own, no fork of
-      // the service and no sandbox entry per shell (pty-host/).
+      // Login shells come from the board's PTY host: a terminal of the board's own, no fork of the
+      // service and no sandbox entry per shell (pty-host/). Another user's shell drops to that user
+      // with the host's setpriv, as entering the board does (its groups from the board's /etc/group).
       this.ptyHost ??= new BoardPtyHost({
         launch: () => this.enter('root', '/', 3),
         node,
@@ -593,7 +610,11 @@ export class LocalDriver implements BoardDriver {
         timeoutMs: this.timeoutMs,
         log: this.init.log,
       });
-      return this.ptyHost.open({ argv: ['/bin/bash', '-l'], env: this.shellEnv(user, env), cwd: u.home, size });
+      const argv =
+        u.uid === 0
+          ? ['/bin/bash', '-l']
+          : ['/usr/bin/setpriv', ...privsFor(u, this.userns), '/bin/bash', '-l'];
+      return this.ptyHost.open({ argv, env: this.shellEnv(user, env), cwd: u.home, size });
     }
     const { file, args } = this.enter(user, u.home);
     // The PTY node-pty opens lives in the host's devpts, which the board cannot see; `script`
@@ -916,7 +937,7 @@ export class LocalDriver implements BoardDriver {
         { file, args: [...args, node, '-e', UNIX_RELAY, VNC_SOCKET] },
         this.shellEnv('user', {}),
         this.timeoutMs,
-        'the board\'s desktop',
+        "the board's desktop",
       );
     };
     if (this.desktopStart) await this.desktopStart.catch(() => {});
@@ -929,7 +950,16 @@ export class LocalDriver implements BoardDriver {
       this.desktopStart = (async () => {
         await this.runInBoard(['/bin/sh', '-c', DESKTOP_PREPARE], 'root', this.timeoutMs);
         const out = await this.runInBoard(
-          ['/bin/sh', '-c', DESKTOP_START, 'desktop', desk.xvnc, desk.wm ?? '', desk.term ?? '', this.hostname],
+          [
+            '/bin/sh',
+            '-c',
+            DESKTOP_START,
+            'desktop',
+            desk.xvnc,
+            desk.wm ?? '',
+            desk.term ?? '',
+            this.hostname,
+          ],
           'user',
           this.timeoutMs,
         );
