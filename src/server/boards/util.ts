@@ -2,11 +2,18 @@
 import { DriverError } from './driver.ts';
 
 /** Rejects with `driver.timeout` when `work` does not settle in time; `onTimeout` may cancel the work. */
-export function withTimeout<T>(work: Promise<T>, ms: number, what: string, onTimeout?: () => void): Promise<T> {
+export function withTimeout<T>(
+  work: Promise<T>,
+  ms: number,
+  what: string,
+  onTimeout?: () => void,
+  /** The error to answer instead of the generic `driver.timeout` one. */
+  error?: () => Error,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       onTimeout?.();
-      reject(new DriverError('driver.timeout', `${what} timed out after ${ms} ms`));
+      reject(error?.() ?? new DriverError('driver.timeout', `${what} timed out after ${ms} ms`));
     }, ms);
     timer.unref?.();
     work.then(

@@ -80,7 +80,9 @@ export class FrameReader {
         if (this.head || chunk.length - at < HEADER) {
           const have = this.head?.length ?? 0;
           const take = Math.min(HEADER - have, chunk.length - at);
-          h = this.head ? Buffer.concat([this.head, chunk.subarray(at, at + take)]) : Buffer.from(chunk.subarray(at, at + take));
+          h = this.head
+            ? Buffer.concat([this.head, chunk.subarray(at, at + take)])
+            : Buffer.from(chunk.subarray(at, at + take));
           at += take;
           if (h.length < HEADER) {
             this.head = h;
@@ -110,7 +112,12 @@ export class FrameReader {
       else f.parts.push(f.left === 0 && f.parts.length === 0 ? piece : Buffer.from(piece));
       if (f.left === 0) {
         this.cur = null;
-        if (f.parts) emit({ type: f.type, id: f.id, payload: f.parts.length === 1 ? f.parts[0] : Buffer.concat(f.parts) });
+        if (f.parts)
+          emit({
+            type: f.type,
+            id: f.id,
+            payload: f.parts.length === 1 ? f.parts[0] : Buffer.concat(f.parts),
+          });
       }
     }
   }

@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DriverError, type PtyHandle, type PtySize } from '../../driver.ts';
+import { withTimeout } from '../../util.ts';
 import { type Frame, FrameReader, FromHost, frame, ToHost } from './protocol.ts';
 
 /** Input is cut into frames of at most this many bytes. */
@@ -179,24 +180,15 @@ export class BoardPtyHost {
       rows: spec.size.rows,
     };
     this.send(ToHost.open, id, Buffer.from(JSON.stringify(body)));
-    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        opened,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new DriverError('driver.failed', 'The board did not open a terminal in time')),
-            this.opts.timeoutMs,
-          );
-        }),
-      ]);
+      await withTimeout(opened, this.opts.timeoutMs, 'terminal open', undefined, () => {
+        return new DriverError('driver.failed', 'The board did not open a terminal in time');
+      });
     } catch (err) {
       this.opening.delete(id);
       this.shells.delete(id);
       if (this.child === child) this.send(ToHost.signal, id, Buffer.from('SIGKILL'));
       throw err;
-    } finally {
-      clearTimeout(timer);
     }
     return shell;
   }
@@ -307,23 +299,16 @@ export class BoardPtyHost {
         this.ended(child, stderr);
       });
     });
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        ready,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new DriverError('driver.failed', 'The board did not start its PTY host in time')),
-            this.opts.timeoutMs,
-          );
-        }),
-      ]);
-    } catch (err) {
+    await withTimeout(
+      ready,
+      this.opts.timeoutMs,
+      'PTY host start',
+      undefined,
+      () => new DriverError('driver.failed', 'The board did not start its PTY host in time'),
+    ).catch((err: unknown) => {
       child.kill('SIGKILL');
       throw err;
-    } finally {
-      clearTimeout(timer);
-    }
+    });
     this.child = child;
     return child;
   }
