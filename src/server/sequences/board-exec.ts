@@ -29,7 +29,9 @@ export async function execOnBoard(
   const nonce = crypto.randomBytes(6).toString('hex');
   const start = `\x1eS${nonce}\x1e`;
   const endRe = new RegExp(`\\x1eE${nonce} (\\d+)\\x1e`);
-  const script = `printf '\\036S%s\\036' ${nonce}; ( ${command}\n) 2>&1 </dev/null; printf '\\036E%s %d\\036' ${nonce} $?`;
+  // The shell stays after the end marker (closed by us once it is read): a PTY whose program exits
+  // right after writing can lose those last bytes (README, "Local boards"), as bianbu exec does.
+  const script = `printf '\\036S%s\\036' ${nonce}; ( ${command}\n) 2>&1 </dev/null; printf '\\036E%s %d\\036' ${nonce} $?; exec sleep 60 2>/dev/null`;
   const pty: PtyHandle = await driver.openShell({ cols: 200, rows: 50 });
   return await new Promise<ExecResult>((resolve) => {
     let seen = '';

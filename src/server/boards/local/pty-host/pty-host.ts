@@ -96,13 +96,26 @@ class HostShell implements PtyHandle {
     return this.resolvedHostPid;
   }
 
+  /**
+   * Output that came before anyone listened: the first prompt can arrive in the same read as the
+   * "opened" frame, before open() has handed the shell out. Given to the first listener.
+   */
+  private early: Buffer[] | null = [];
+  private endedWith: { exitCode: number | null; reason?: string } | null = null;
+
   data(b: Buffer): void {
+    if (this.early) {
+      if (this.early.reduce((n, x) => n + x.length, 0) < PAUSED_SLACK) this.early.push(b);
+      return;
+    }
     for (const l of this.dataListeners) l(b);
   }
 
   end(info: { exitCode: number | null; reason?: string }): void {
     if (this.ended) return;
     this.ended = true;
+    this.endedWith = info;
+    if (this.early) return;
     for (const l of this.exitListeners) l(info);
     this.dataListeners.clear();
     this.exitListeners.clear();
@@ -123,13 +136,32 @@ class HostShell implements PtyHandle {
     this.host.send(ToHost.resize, this.id, p);
   }
 
+  /** Once the caller has attached its listeners (in the same turn), gives them what came early. */
+  private listened(): void {
+    if (!this.early || this.flushing) return;
+    this.flushing = true;
+    queueMicrotask(() => {
+      const early = this.early ?? [];
+      this.early = null;
+      for (const b of early) for (const l of this.dataListeners) l(b);
+      if (this.endedWith) {
+        for (const l of this.exitListeners) l(this.endedWith);
+        this.dataListeners.clear();
+        this.exitListeners.clear();
+      }
+    });
+  }
+  private flushing = false;
+
   onData(fn: Listener<Buffer>): () => void {
     this.dataListeners.add(fn);
+    this.listened();
     return () => this.dataListeners.delete(fn);
   }
 
   onExit(fn: Listener<{ exitCode: number | null; reason?: string }>): () => void {
     this.exitListeners.add(fn);
+    this.listened();
     return () => this.exitListeners.delete(fn);
   }
 
