@@ -45,9 +45,8 @@ setInterval(() => {}, 1000);
 
 function hostOf(mode: Parameters<typeof fakeHost>[0], log: string[] = []): BoardPtyHost {
   return new BoardPtyHost({
-    // Everything after the fake script (the real node, its flags and program) is ignored by it.
+    // What follows the fake script (the real host's path) is ignored by it.
     launch: () => ({ file: process.execPath, args: ['-e', fakeHost(mode), '--'] }),
-    node: process.execPath,
     env: { PATH: '/usr/bin:/bin' },
     timeoutMs: 2000,
     log: (msg, data) => log.push(`${msg} ${JSON.stringify(data ?? {})}`),
@@ -174,6 +173,18 @@ describe("a real board's PTY host", () => {
     expect(await run(p, 'stty size')).toBe('20 100');
     expect(p.hostPid).toBeGreaterThan(1);
     expect(fs.readFileSync(`/proc/${p.hostPid}/comm`, 'utf8').trim()).toBe('bash');
+    // A shell holds its own terminal and nothing else: no other shell's, no pipe of the host's.
+    const other = await board.openShell({ cols: 80, rows: 24 });
+    // (Read from the host while the shell is idle: a command run through `run` is itself inside a
+    // command substitution, whose pipe bash holds while it runs.)
+    for (const shell of [p, other]) {
+      const tty = await run(shell, 'tty');
+      const fdDir = `/proc/${shell.hostPid}/fd`;
+      const fds = fs.readdirSync(fdDir).sort((a, b) => Number(a) - Number(b));
+      expect(fds).toEqual(['0', '1', '2', '255']);
+      expect(new Set(fds.map((f) => fs.readlinkSync(`${fdDir}/${f}`)))).toEqual(new Set([tty]));
+    }
+    other.close();
     p.close();
     expect((await ended(p)).exitCode).not.toBeNull();
   });
@@ -182,7 +193,7 @@ describe("a real board's PTY host", () => {
     const victim = await board.openShell({ cols: 80, rows: 24 });
     const attacker = await board.openShell({ cols: 80, rows: 24 });
     const victimEnd = ended(victim);
-    attacker.write('pkill -9 -f bianbu-pty-host\n');
+    attacker.write('pkill -9 -x bianbu-pty-host\n');
     const end = await victimEnd;
     expect(end.reason).toBe('the board ended');
     const next = await board.openShell({ cols: 80, rows: 24 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Frame, FrameReader, frame, HEADER } from '#server/boards/local/pty-host/protocol.ts';
+import { openPayload } from '#server/boards/local/pty-host/pty-host.ts';
 
 const wire = (...frames: Buffer[][]) => Buffer.concat(frames.flat());
 const readAll = (r: FrameReader, chunks: Buffer[]) => {
@@ -79,5 +80,28 @@ describe("the PTY host's frames", () => {
     const h = frame(2, 1, Buffer.alloc(1025))[0];
     expect(() => r.push(h, () => {})).toThrow(/over the limit/);
     expect(() => new FrameReader(1024).push(frame(2, 1, Buffer.alloc(1024))[0], () => {})).not.toThrow();
+  });
+});
+
+describe("the PTY host's open frame", () => {
+  const spec = {
+    argv: ['/bin/bash', '-l'],
+    env: { TERM: 'xterm', A: 'b=c' },
+    cwd: '/root',
+    size: { cols: 91, rows: 33 },
+  };
+
+  it('carries the size, counts and NUL-ended strings host.c reads', () => {
+    const p = openPayload(spec);
+    expect([p.readUInt16BE(0), p.readUInt16BE(2), p.readUInt16BE(4), p.readUInt16BE(6)]).toEqual([
+      91, 33, 2, 2,
+    ]);
+    expect(p.subarray(8).toString()).toBe('/root\0/bin/bash\0-l\0TERM=xterm\0A=b=c\0');
+  });
+
+  it('refuses what a C string cannot hold, or no program at all', () => {
+    expect(() => openPayload({ ...spec, env: { X: 'a\0b' } })).toThrow(/cannot be started/);
+    expect(() => openPayload({ ...spec, argv: [] })).toThrow(/cannot be started/);
+    expect(() => openPayload({ ...spec, cwd: 'x'.repeat(300 * 1024) })).toThrow(/cannot be started/);
   });
 });

@@ -45,7 +45,7 @@ import { BoardDisk, isMountPoint } from './disk.ts';
 import { localFiles } from './files.ts';
 import { hostSupport } from './host-support.ts';
 import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
-import { BoardPtyHost } from './pty-host/pty-host.ts';
+import { BoardPtyHost, ptyHostProgram } from './pty-host/pty-host.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
 import {
   bootArgv,
@@ -589,6 +589,23 @@ export class LocalDriver implements BoardDriver {
     };
   }
 
+  /**
+   * Whether the PTY host program is built (it is compiled once, at the first shell). Without a C
+   * compiler, shells fall back to `script` as a relay inside the board, slower; the reason is logged.
+   */
+  private async ptyHostReady(): Promise<boolean> {
+    try {
+      await ptyHostProgram();
+      return true;
+    } catch (err) {
+      if (!ptyHostWarned) {
+        ptyHostWarned = true;
+        this.init.log?.('shells use the script relay', { why: (err as Error).message });
+      }
+      return false;
+    }
+  }
+
   openShell(size: PtySize, env: Record<string, string> = {}): Promise<PtyHandle> {
     return this.spawnShell(size, 'root', env);
   }
@@ -597,15 +614,13 @@ export class LocalDriver implements BoardDriver {
     await this.started.catch(() => {});
     if (this.booting) await this.booting;
     const u = BOARD_USERS.find((x) => x.name === user) ?? BOARD_USERS[0];
-    const node = boardNode();
-    if (this.init.sandboxed && node) {
+    if (this.init.sandboxed && (await this.ptyHostReady())) {
       if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
       // Login shells come from the board's PTY host: a terminal of the board's own, no fork of the
       // service and no sandbox entry per shell (pty-host/). Another user's shell drops to that user
       // with the host's setpriv, as entering the board does (its groups from the board's /etc/group).
       this.ptyHost ??= new BoardPtyHost({
         launch: () => this.enter('root', '/', 3),
-        node,
         env: { PATH: PATH_ENV },
         timeoutMs: this.timeoutMs,
         log: this.init.log,
@@ -1055,6 +1070,8 @@ const BOOT_SCRIPT = [
 ].join('\n');
 
 /** A zombie is dead for our purposes: it runs nothing and only waits to be reaped. */
+let ptyHostWarned = false;
+
 function isAlive(pid: number): boolean {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');

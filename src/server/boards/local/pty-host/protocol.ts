@@ -1,4 +1,4 @@
-// The wire between the service and a board's PTY host (program.ts), over the host's stdin and stdout:
+// The wire between the service and a board's PTY host (host.c), over the host's stdin and stdout:
 // frames of a 9-byte header — type (u8), shell id (u32), payload length (u32), big-endian — and the
 // payload. One pipe per board carries every shell of it; output stays raw bytes, so the service slices
 // frames out of the chunks it reads without copying them.
@@ -9,7 +9,10 @@
 
 /** Service → host. */
 export const ToHost = {
-  /** JSON {argv, env, cwd, cols, rows}: start a program on a new terminal of the board. */
+  /**
+   * Start a program on a new terminal of the board: u16 cols, rows, argc, envc, then cwd, argv and env
+   * ("NAME=value") as NUL-ended strings (pty-host.ts openPayload).
+   */
   open: 1,
   input: 2,
   /** u16 cols, u16 rows. */
@@ -34,7 +37,7 @@ export const FromHost = {
 } as const;
 
 export const HEADER = 9;
-/** Largest payload either side sends (output is read 64 KiB at a time; input is cut to this). */
+/** Largest payload either side sends (output is gathered 64 KiB at most; input is cut to this). */
 export const MAX_FRAME = 256 * 1024;
 
 export function header(type: number, id: number, length: number): Buffer {

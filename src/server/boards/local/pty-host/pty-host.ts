@@ -1,4 +1,4 @@
-// The service's side of a board's PTY host (program.ts): starts it inside the board on the first shell,
+// The service's side of a board's PTY host (host.c): starts it inside the board on the first shell,
 // opens login shells through it, and hands each out as the driver's PtyHandle. One pipe per board
 // carries every shell's frames (protocol.ts); output payloads are slices of the chunks read, so a
 // shell's bytes reach the session without a copy and without a fork of the service per shell.
@@ -7,14 +7,14 @@
 // is bounded (FrameReader), its type and shell id checked, and a host that breaks the protocol, ignores
 // flow control or stops reading its input is killed; its shells end, and the next open starts a new one.
 // A board's shells never see another board's: each board has its own host and pipe.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DriverError, type PtyHandle, type PtySize } from '../../driver.ts';
 import { withTimeout } from '../../util.ts';
-import { type Frame, FrameReader, FromHost, frame, ToHost } from './protocol.ts';
+import { type Frame, FrameReader, FromHost, frame, MAX_FRAME, ToHost } from './protocol.ts';
 
 /** Input is cut into frames of at most this many bytes. */
 const INPUT_SLICE = 64 * 1024;
@@ -23,44 +23,69 @@ const PAUSED_SLACK = 1024 * 1024;
 /** Input the host may leave unread before it is taken for stuck and killed. */
 const MAX_UNREAD_INPUT = 8 * 1024 * 1024;
 
-export interface PtyHostProgram {
-  /** The program, bundled into one CommonJS script for `node -e`. */
-  script: string;
-  /** node-pty's native addon, opened and passed as descriptor 3. */
-  addon: string;
+let program: Promise<number> | undefined;
+
+/**
+ * The host program (host.c), compiled once per service with the machine's C compiler and held open
+ * read-only: its descriptor is passed to each board's host as fd 3 and run from there, so nothing of
+ * the service's is on a path inside a board. Rejects with the compiler's message when it cannot build.
+ */
+export function ptyHostProgram(): Promise<number> {
+  program ??= compileHost();
+  return program;
 }
 
-let program: PtyHostProgram | null | undefined;
-
-/** The host program for this service, or null when node-pty's addon or esbuild is not there. */
-export async function ptyHostProgram(): Promise<PtyHostProgram | null> {
-  if (program !== undefined) return program;
+async function compileHost(): Promise<number> {
+  const src = path.join(path.dirname(fileURLToPath(import.meta.url)), 'host.c');
+  // A directory of the service's own (0700), removed once the program is open.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-pty-host-'));
   try {
-    const require = createRequire(import.meta.url);
-    const addon = path.join(path.dirname(require.resolve('node-pty/package.json')), 'build/Release/pty.node');
-    fs.accessSync(addon, fs.constants.R_OK);
-    const { build } = await import('esbuild');
-    const r = await build({
-      entryPoints: [path.join(path.dirname(fileURLToPath(import.meta.url)), 'program.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      write: false,
-      logLevel: 'silent',
+    const bin = path.join(dir, 'bianbu-pty-host');
+    await new Promise<void>((resolve, reject) => {
+      execFile(
+        process.env.CC || 'cc',
+        ['-O2', '-o', bin, src],
+        { timeout: 120_000, encoding: 'utf8' },
+        (err, _out, stderr) => {
+          if (err)
+            reject(new Error(`cannot compile the PTY host: ${(stderr || err.message).trim().slice(-500)}`));
+          else resolve();
+        },
+      );
     });
-    program = { script: r.outputFiles[0].text, addon };
-  } catch {
-    program = null;
+    // A board's root is an unprivileged uid on the host: it runs the program as "other".
+    fs.chmodSync(bin, 0o755);
+    return fs.openSync(bin, 'r');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
-  return program;
+}
+
+/** The open frame's payload: u16 cols, rows, argc, envc; then cwd, argv and env as NUL-ended strings. */
+export function openPayload(spec: OpenSpec): Buffer {
+  const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
+  const strings = [spec.cwd, ...spec.argv, ...env];
+  if (
+    spec.argv.length < 1 ||
+    spec.argv.length > 256 ||
+    env.length > 1024 ||
+    strings.some((x) => x.includes('\0'))
+  )
+    throw new DriverError('driver.failed', 'A shell cannot be started with these arguments');
+  const head = Buffer.allocUnsafe(8);
+  head.writeUInt16BE(Math.min(0xffff, Math.max(1, spec.size.cols)), 0);
+  head.writeUInt16BE(Math.min(0xffff, Math.max(1, spec.size.rows)), 2);
+  head.writeUInt16BE(spec.argv.length, 4);
+  head.writeUInt16BE(env.length, 6);
+  const body = Buffer.from(`${strings.join('\0')}\0`);
+  if (8 + body.length > MAX_FRAME)
+    throw new DriverError('driver.failed', 'A shell cannot be started with these arguments');
+  return Buffer.concat([head, body]);
 }
 
 export interface PtyHostOptions {
   /** argv that enters the board as its root with descriptor 3 kept; the host's node and script follow. */
   launch: () => { file: string; args: string[] };
-  /** The host's node binary, as the board sees it (under the host's /usr). */
-  node: string;
   env: Record<string, string>;
   timeoutMs: number;
   log?: (msg: string, data?: Record<string, unknown>) => void;
@@ -196,6 +221,7 @@ export class BoardPtyHost {
 
   /** Opens `spec.argv` on a new terminal of the board. */
   async open(spec: OpenSpec): Promise<PtyHandle> {
+    const payload = openPayload(spec);
     const child = await this.start();
     const id = this.nextId++;
     if (this.nextId > 0xffffffff) this.nextId = 1;
@@ -204,14 +230,7 @@ export class BoardPtyHost {
     const opened = new Promise<void>((resolve, reject) => {
       this.opening.set(id, { resolve, reject });
     });
-    const body = {
-      argv: spec.argv,
-      env: spec.env,
-      cwd: spec.cwd,
-      cols: spec.size.cols,
-      rows: spec.size.rows,
-    };
-    this.send(ToHost.open, id, Buffer.from(JSON.stringify(body)));
+    this.send(ToHost.open, id, payload);
     try {
       await withTimeout(opened, this.opts.timeoutMs, 'terminal open', undefined, () => {
         return new DriverError('driver.failed', 'The board did not open a terminal in time');
@@ -289,19 +308,14 @@ export class BoardPtyHost {
   }
 
   private async launch(): Promise<ChildProcess> {
-    const prog = await ptyHostProgram();
-    if (!prog) throw new DriverError('driver.failed', 'No PTY host program on this service');
+    const prog = await ptyHostProgram().catch((err: Error) => {
+      throw new DriverError('driver.failed', err.message);
+    });
     const { file, args } = this.opts.launch();
-    const addon = fs.openSync(prog.addon, 'r');
-    let child: ChildProcess;
-    try {
-      child = spawn(file, [...args, this.opts.node, '--max-old-space-size=48', '-e', prog.script], {
-        stdio: ['pipe', 'pipe', 'pipe', addon],
-        env: this.opts.env,
-      });
-    } finally {
-      fs.closeSync(addon);
-    }
+    const child = spawn(file, [...args, '/proc/self/fd/3'], {
+      stdio: ['pipe', 'pipe', 'pipe', prog],
+      env: this.opts.env,
+    });
     let stderr = '';
     child.stderr?.on('data', (b: Buffer) => {
       stderr = (stderr + b.toString()).slice(-2000);
