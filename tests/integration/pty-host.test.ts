@@ -122,6 +122,63 @@ describe('a PTY host the board took over', () => {
   });
 });
 
+describe('the PTY host program itself (run on the host, without a board)', () => {
+  // The same program the boards run, started straight from its descriptor: what it does with
+  // terminals, apart from any sandbox.
+  const direct = () =>
+    new BoardPtyHost({
+      launch: () => ({ file: '/usr/bin/env', args: ['--'] }),
+      env: { PATH: '/usr/bin:/bin' },
+      timeoutMs: 5000,
+    });
+  const collect = (p: PtyHandle) => {
+    const out: Buffer[] = [];
+    p.onData((b) => out.push(Buffer.from(b)));
+    return () => Buffer.concat(out);
+  };
+
+  it('says on the terminal when the program cannot run, and ends it with 127', async () => {
+    const h = direct();
+    const p = await h.open({ ...spec, argv: ['/no/such/program'] });
+    const text = collect(p);
+    expect((await ended(p)).exitCode).toBe(127);
+    expect(text().toString()).toMatch(/cannot run \/no\/such\/program: No such file or directory/);
+    h.stop();
+  });
+
+  it('passes every byte of a large output through, in order, and the exit status', async () => {
+    const h = direct();
+    const p = await h.open({ ...spec, argv: ['/bin/sh', '-c', 'stty raw -echo; head -c 3000000 /dev/zero | tr "\\0" x; exit 7'] });
+    const text = collect(p);
+    const end = await ended(p);
+    expect(end.exitCode).toBe(7);
+    const got = text().toString('latin1');
+    expect(got.replace(/[^x]/g, '').length).toBe(3_000_000);
+    h.stop();
+  });
+
+  it('holds a paused terminal: its program blocks, nothing arrives, and resumes on resume', async () => {
+    const h = direct();
+    const p = await h.open({ ...spec, argv: ['/bin/sh', '-c', 'stty raw -echo; yes'] });
+    let got = 0;
+    p.onData((b) => {
+      got += b.length;
+    });
+    await sleep(200);
+    p.pause();
+    await sleep(300);
+    const paused = got;
+    await sleep(500);
+    expect(got).toBe(paused);
+    p.resume();
+    await sleep(300);
+    expect(got).toBeGreaterThan(paused);
+    p.close();
+    await ended(p);
+    h.stop();
+  });
+});
+
 const host = hostSupport();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-ptyhost-'));
 

@@ -1,5 +1,5 @@
 // Who is calling: resolved once per request from the Authorization header.
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '#server/db/client.ts';
 import { credentials, memberships, organisations, roles, users } from '#server/db/schema/identity.ts';
 import { ResultCode } from '#shared/codes.ts';
@@ -31,15 +31,8 @@ export async function authenticate(
   return token ? (await authenticateToken(db, token, now)).user : null;
 }
 
-/** The user of a token and when the token expires; throws the session codes for a bad one. */
-export async function authenticateToken(
-  db: Db,
-  token: string,
-  now = new Date(),
-): Promise<{ user: AuthUser; expiresAt: Date | null }> {
-  // One query for the credential, its user and the user's role in the current organisation: every
-  // call pays it, and on the embedded database each query is a turn of its single thread.
-  const [row] = await db
+function buildTokenQuery(db: Db) {
+  return db
     .select({
       cred: credentials,
       user: users,
@@ -53,8 +46,31 @@ export async function authenticateToken(
     .leftJoin(memberships, and(eq(memberships.userId, users.id), eq(memberships.orgId, users.currentOrgId)))
     .leftJoin(roles, eq(roles.id, memberships.roleId))
     .leftJoin(organisations, eq(organisations.id, memberships.orgId))
-    .where(eq(credentials.tokenHash, hashToken(token)))
-    .limit(1);
+    .where(eq(credentials.tokenHash, sql.placeholder('hash')))
+    .limit(1)
+    .prepare('bianbu_authenticate_token');
+}
+
+const tokenQueries = new WeakMap<Db, ReturnType<typeof buildTokenQuery>>();
+
+function tokenQuery(db: Db): ReturnType<typeof buildTokenQuery> {
+  let q = tokenQueries.get(db);
+  if (!q) {
+    q = buildTokenQuery(db);
+    tokenQueries.set(db, q);
+  }
+  return q;
+}
+
+/** The user of a token and when the token expires; throws the session codes for a bad one. */
+export async function authenticateToken(
+  db: Db,
+  token: string,
+  now = new Date(),
+): Promise<{ user: AuthUser; expiresAt: Date | null }> {
+  // One query for the credential, its user and the user's role in the current organisation: every
+  // call pays it, so it is built once per database and prepared (parsed once by the server).
+  const [row] = await tokenQuery(db).execute({ hash: hashToken(token) });
   const cred = checkCredential(row?.cred, now);
   const u = row?.user;
   if (!u?.isActive) throw sessionEnded(ResultCode.IllegalToken, 'Illegal token', 'auth.token_illegal');

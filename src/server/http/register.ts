@@ -1,7 +1,7 @@
 // Registers the contract's calls as Fastify routes: validates the payload with the call's zod
 // schema, authenticates and authorises, resolves the apply when the call needs one, wraps the answer
 // in the envelope, audits state-changing calls, and answers OPTIONS with the call's metadata.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { ErrorKey, type FieldIssue, ResultCode } from '#shared/codes.ts';
 import { type CallDef, callMetadata } from '#shared/http.ts';
@@ -113,10 +113,13 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
         };
         try {
           const result = await handler(parsed.data, ctx);
+          // The answer leaves first; the audit entry is written right after, off the caller's wait.
+          let sent: FastifyReply;
+          if (call.answer === 'stream') sent = reply.send(result);
+          else if (reply.sent) sent = reply;
+          else sent = reply.send({ code: ResultCode.Success, message: 'ok', data: result ?? null });
           audit('ok');
-          if (call.answer === 'stream') return reply.send(result);
-          if (reply.sent) return reply;
-          return reply.send({ code: ResultCode.Success, message: 'ok', data: result ?? null });
+          return sent;
         } catch (err) {
           const known = err instanceof AppError;
           audit(known && err.status === 403 ? 'denied' : 'failed', { error: known ? err.key : 'server.error' });

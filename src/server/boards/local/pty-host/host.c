@@ -279,18 +279,13 @@ static void open_term(uint32_t id, unsigned char *p, size_t len) {
   }
   struct winsize ws = {.ws_row = rows, .ws_col = cols};
   ioctl(m, TIOCSWINSZ, &ws);
-  int errp[2];
-  if (pipe2(errp, O_CLOEXEC) < 0) {
-    int e = errno;
-    close(m), close(s_fd);
-    return fail_open(id, "pipe", e);
-  }
   pid_t pid = fork();
   if (pid == 0) {
-    /* The program: a session of its own on the terminal, signals as a fresh process has them. */
+    /* The program: a session of its own on the terminal, signals as a fresh process has them (an
+       ignored SIGPIPE would survive exec). */
     sigset_t none;
     sigemptyset(&none);
-    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
     setsid();
     ioctl(s_fd, TIOCSCTTY, 0);
@@ -298,27 +293,16 @@ static void open_term(uint32_t id, unsigned char *p, size_t len) {
     if (chdir(cwd) < 0 && chdir("/") < 0) {
     }
     execvpe(argv[0], argv, envp);
-    int e = errno;
-    if (write(errp[1], &e, sizeof e) < 0) {
-    }
+    /* Said on the terminal, as a terminal emulator would; the shell then ends with 127. The
+       service is answered at the fork, so the exec runs while the answer travels. */
+    dprintf(2, "bianbu: cannot run %s: %s\r\n", argv[0], strerror(errno));
     _exit(127);
   }
   int e = errno;
-  close(errp[1]);
   close(s_fd);
   if (pid < 0) {
-    close(errp[0]), close(m);
-    return fail_open(id, "fork", e);
-  }
-  /* The pipe closes on exec (success) or carries exec's errno. */
-  ssize_t n;
-  do n = read(errp[0], &e, sizeof e);
-  while (n < 0 && errno == EINTR);
-  close(errp[0]);
-  if (n == sizeof e) {
     close(m);
-    waitpid(pid, NULL, 0);
-    return fail_open(id, argv[0], e);
+    return fail_open(id, "fork", e);
   }
   struct term *t = calloc(1, sizeof *t);
   if (!t) die(70);
