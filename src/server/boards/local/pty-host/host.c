@@ -41,8 +41,12 @@ enum { FROM_READY = 0, FROM_OPENED = 1, FROM_DATA = 2, FROM_EXIT = 3, FROM_FAILE
 #define MAX_FRAME (256 * 1024)
 /* Output read from one terminal while it has more, sent as one frame. */
 #define GATHER (64 * 1024)
-/* Output waiting for the service past which no terminal is read until it drains. */
-#define OUT_HIGH (1024 * 1024)
+/*
+ * Output waiting for the service past which no terminal is read until it drains. Small: what waits
+ * here is already read from its terminal, so a pause cannot stop it; past the service's slack for a
+ * paused shell (1 MiB) the service holds the whole pipe, and every other shell of the board with it.
+ */
+#define OUT_HIGH (64 * 1024)
 /* After the program ended, how long its terminal may stay open (a background job holding it). */
 #define DRAIN_MS 200
 #define MAX_ARGS 256
