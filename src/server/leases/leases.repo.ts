@@ -3,7 +3,9 @@
 // and several service instances on one PostgreSQL agree without any lock held across calls. Times
 // come from the caller (the service's clock), never from now() in SQL.
 import crypto from 'node:crypto';
-import { type SQL, sql } from 'drizzle-orm';
+import { eq, type SQL, sql } from 'drizzle-orm';
+import { boards } from '#server/db/schema/boards.ts';
+import { applies, leases } from '#server/db/schema/leases.ts';
 import type { Db } from '#server/db/client.ts';
 import type { BoardChange } from './collaborators.ts';
 import { type AttributeFilters, boardFilterSql } from './filters.ts';
@@ -80,6 +82,30 @@ const applySelect = sql`
   select a.id, a.user_id, a.board_id, a.lease_id, a.state, a.opened_at, a.closed_at, a.close_reason,
          l.server_name, b.name as board_name, l.state as lease_state, l.ends_at
     from applies a join leases l on l.id = a.lease_id join boards b on b.id = a.board_id`;
+
+/** applySelect for one apply, by id, as a prepared statement (the same columns and names). */
+function prepareApplyById(db: Db) {
+  return db
+    .select({
+      id: applies.id,
+      user_id: applies.userId,
+      board_id: applies.boardId,
+      lease_id: applies.leaseId,
+      state: applies.state,
+      opened_at: applies.openedAt,
+      closed_at: applies.closedAt,
+      close_reason: applies.closeReason,
+      server_name: leases.serverName,
+      board_name: boards.name,
+      lease_state: leases.state,
+      ends_at: leases.endsAt,
+    })
+    .from(applies)
+    .innerJoin(leases, eq(leases.id, applies.leaseId))
+    .innerJoin(boards, eq(boards.id, applies.boardId))
+    .where(eq(applies.id, sql.placeholder('id')))
+    .prepare('bianbu_apply_by_id');
+}
 
 export type RequestOutcome =
   | { kind: 'leased'; lease: LeaseRow }
@@ -650,9 +676,13 @@ export class LeaseRepo {
     });
   }
 
+  /** Every call on a board resolves its apply: built once and prepared, as the token check is. */
+  private applyById: ReturnType<typeof prepareApplyById> | null = null;
+
   async getApply(applyId: string): Promise<ApplyRow | null> {
-    const [r] = await rows<ApplyRow>(this.db, sql`${applySelect} where a.id = ${applyId}`);
-    return r ?? null;
+    this.applyById ??= prepareApplyById(this.db);
+    const [r] = await this.applyById.execute({ id: applyId });
+    return (r as ApplyRow | undefined) ?? null;
   }
 
   async closeApply(applyId: string, userId: string, now: Date): Promise<boolean> {
