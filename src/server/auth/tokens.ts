@@ -4,7 +4,7 @@
 // expired token answers 50014. The revoking functions answer the credentials they revoked so the
 // caller can end what was opened with them (open realtime connections, their shells) at once.
 import crypto from 'node:crypto';
-import { and, eq, isNull, type SQL } from 'drizzle-orm';
+import { and, eq, isNull, type SQL, sql } from 'drizzle-orm';
 import { ResultCode } from '#shared/codes.ts';
 import type { Db } from '#server/db/client.ts';
 import { credentials, users } from '#server/db/schema/identity.ts';
@@ -113,7 +113,14 @@ export function checkCredential(
  * one query, throwing the same session codes as `verifyCredential`, and 50008 for an inactive user.
  */
 export async function recheckCredential(db: Db, id: string, now = new Date()): Promise<void> {
-  const [row] = await db
+  const [row] = await recheckQuery(db).execute({ id });
+  if (!row || !row.isActive) throw fail(sessionEndOf(null));
+  if (row.revokedAt) throw fail(sessionEndOf(row.revokedReason));
+  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) throw fail(sessionEndOf(EXPIRED));
+}
+
+function buildRecheck(db: Db) {
+  return db
     .select({
       revokedAt: credentials.revokedAt,
       revokedReason: credentials.revokedReason,
@@ -122,11 +129,21 @@ export async function recheckCredential(db: Db, id: string, now = new Date()): P
     })
     .from(credentials)
     .innerJoin(users, eq(users.id, credentials.userId))
-    .where(eq(credentials.id, id))
-    .limit(1);
-  if (!row || !row.isActive) throw fail(sessionEndOf(null));
-  if (row.revokedAt) throw fail(sessionEndOf(row.revokedReason));
-  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) throw fail(sessionEndOf(EXPIRED));
+    .where(eq(credentials.id, sql.placeholder('id')))
+    .limit(1)
+    .prepare('bianbu_recheck_credential');
+}
+
+const rechecks = new WeakMap<Db, ReturnType<typeof buildRecheck>>();
+
+/** Built once per database and prepared: every realtime subscription rechecks its sign-in. */
+function recheckQuery(db: Db): ReturnType<typeof buildRecheck> {
+  let q = rechecks.get(db);
+  if (!q) {
+    q = buildRecheck(db);
+    rechecks.set(db, q);
+  }
+  return q;
 }
 
 /** A credential a revocation just ended. */

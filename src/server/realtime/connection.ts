@@ -568,7 +568,10 @@ export class StompConnection {
     const from = offset !== undefined && /^\d{1,15}$/.test(offset) ? Number(offset) : -1;
     // A guest of a joined shell is checked here, in storage (src/server/share); the shell's owner
     // trusts the flag as it trusts `u`.
-    const guest = (await this.opts.app.shellGuest?.(this.user!.id, shellId).catch(() => false)) ? 1 : 0;
+    // The host of a shell on this instance is no guest of it: no query for the common case.
+    const hostedHere = this.opts.app.shells.get(shellId)?.meta.userId === this.user!.id;
+    const guest =
+      !hostedHere && (await this.opts.app.shellGuest?.(this.user!.id, shellId).catch(() => false)) ? 1 : 0;
     if (this.subs.get(id) !== view || this.closed) {
       if (timer) clearTimeout(timer);
       view.attached = undefined;
