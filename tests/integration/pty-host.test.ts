@@ -246,6 +246,42 @@ describe("a real board's PTY host", () => {
     expect((await ended(p)).exitCode).not.toBeNull();
   });
 
+  it('says why when the board is at its process limit, and opens shells again once it is not', async () => {
+    if (!host.cgroups.pids) throw new Error(`pids is not enforced on this host: ${host.missing.join('; ')}`);
+    const bomber = await board.openShell({ cols: 200, rows: 24 });
+    let text = '';
+    bomber.onData((b) => {
+      text += b.toString();
+    });
+    const seen = (re: RegExp) =>
+      new Promise<void>((resolve, reject) => {
+        const t0 = Date.now();
+        const tick = setInterval(() => {
+          if (re.test(text)) {
+            clearInterval(tick);
+            resolve();
+          } else if (Date.now() - t0 > 20_000) {
+            clearInterval(tick);
+            reject(new Error(`not seen ${re}: ${text.slice(-500)}`));
+          }
+        }, 50);
+      });
+    // Forks sleeping children until the board's pids.max refuses, holds them, then lets them go.
+    const bomb =
+      'my @k; while (@k < 2000) { my $p = fork(); last if !defined $p; if ($p == 0) { sleep 60; exit 0 } push @k, $p } ' +
+      'print "FULL", "\\n"; sleep 4; kill 9, @k; waitpid($_, 0) for @k; print "FREED", "\\n";';
+    bomber.write(`perl -e '${bomb}'\n`);
+    await seen(/FULL\r?\n/);
+    await expect(board.openShell({ cols: 80, rows: 24 })).rejects.toThrow(
+      /could not start a shell: fork: Resource temporarily unavailable/,
+    );
+    await seen(/FREED\r?\n/);
+    const next = await board.openShell({ cols: 80, rows: 24 });
+    expect(await run(next, 'echo fine')).toBe('fine');
+    next.close();
+    bomber.close();
+  }, 40_000);
+
   it("killed by the board's root, ends that board's shells, and the next shell works", async () => {
     const victim = await board.openShell({ cols: 80, rows: 24 });
     const attacker = await board.openShell({ cols: 80, rows: 24 });
