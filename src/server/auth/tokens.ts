@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { and, eq, isNull, type SQL, sql } from 'drizzle-orm';
 import { ResultCode } from '#shared/codes.ts';
-import type { Db } from '#server/db/client.ts';
+import { type Db, preparedPer } from '#server/db/client.ts';
 import { credentials, users } from '#server/db/schema/identity.ts';
 import { sessionEnded } from '#server/errors.ts';
 
@@ -119,8 +119,9 @@ export async function recheckCredential(db: Db, id: string, now = new Date()): P
   if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) throw fail(sessionEndOf(EXPIRED));
 }
 
-function buildRecheck(db: Db) {
-  return db
+/** Every realtime subscription rechecks its sign-in. */
+const recheckQuery = preparedPer((db) =>
+  db
     .select({
       revokedAt: credentials.revokedAt,
       revokedReason: credentials.revokedReason,
@@ -131,20 +132,8 @@ function buildRecheck(db: Db) {
     .innerJoin(users, eq(users.id, credentials.userId))
     .where(eq(credentials.id, sql.placeholder('id')))
     .limit(1)
-    .prepare('bianbu_recheck_credential');
-}
-
-const rechecks = new WeakMap<Db, ReturnType<typeof buildRecheck>>();
-
-/** Built once per database and prepared: every realtime subscription rechecks its sign-in. */
-function recheckQuery(db: Db): ReturnType<typeof buildRecheck> {
-  let q = rechecks.get(db);
-  if (!q) {
-    q = buildRecheck(db);
-    rechecks.set(db, q);
-  }
-  return q;
-}
+    .prepare('bianbu_recheck_credential'),
+);
 
 /** A credential a revocation just ended. */
 export interface RevokedCredential {

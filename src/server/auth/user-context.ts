@@ -1,6 +1,6 @@
 // Who is calling: resolved once per request from the Authorization header.
 import { and, eq, sql } from 'drizzle-orm';
-import type { Db } from '#server/db/client.ts';
+import { type Db, preparedPer } from '#server/db/client.ts';
 import { credentials, memberships, organisations, roles, users } from '#server/db/schema/identity.ts';
 import { ResultCode } from '#shared/codes.ts';
 import { sessionEnded } from '#server/errors.ts';
@@ -31,8 +31,10 @@ export async function authenticate(
   return token ? (await authenticateToken(db, token, now)).user : null;
 }
 
-function buildTokenQuery(db: Db) {
-  return db
+// One query for the credential, its user and the user's role in the current organisation: every
+// call pays it, so it is prepared (parsed once by the server).
+const tokenQuery = preparedPer((db) =>
+  db
     .select({
       cred: credentials,
       user: users,
@@ -48,19 +50,8 @@ function buildTokenQuery(db: Db) {
     .leftJoin(organisations, eq(organisations.id, memberships.orgId))
     .where(eq(credentials.tokenHash, sql.placeholder('hash')))
     .limit(1)
-    .prepare('bianbu_authenticate_token');
-}
-
-const tokenQueries = new WeakMap<Db, ReturnType<typeof buildTokenQuery>>();
-
-function tokenQuery(db: Db): ReturnType<typeof buildTokenQuery> {
-  let q = tokenQueries.get(db);
-  if (!q) {
-    q = buildTokenQuery(db);
-    tokenQueries.set(db, q);
-  }
-  return q;
-}
+    .prepare('bianbu_authenticate_token'),
+);
 
 /** The user of a token and when the token expires; throws the session codes for a bad one. */
 export async function authenticateToken(
@@ -68,8 +59,6 @@ export async function authenticateToken(
   token: string,
   now = new Date(),
 ): Promise<{ user: AuthUser; expiresAt: Date | null }> {
-  // One query for the credential, its user and the user's role in the current organisation: every
-  // call pays it, so it is built once per database and prepared (parsed once by the server).
   const [row] = await tokenQuery(db).execute({ hash: hashToken(token) });
   const cred = checkCredential(row?.cred, now);
   const u = row?.user;

@@ -12,6 +12,22 @@ import pg from 'pg';
 
 export type Db = PgDatabase<PgQueryResultHKT>;
 
+/**
+ * A statement built once per database and prepared there (PostgreSQL parses it once per connection):
+ * for the queries every call makes. Keyed by the Db, since tests open many.
+ */
+export function preparedPer<T>(build: (db: Db) => T): (db: Db) => T {
+  const built = new WeakMap<Db, T>();
+  return (db) => {
+    let q = built.get(db);
+    if (q === undefined) {
+      q = build(db);
+      built.set(db, q);
+    }
+    return q;
+  };
+}
+
 export interface Storage {
   db: Db;
   kind: 'pglite' | 'postgres';

@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { eq, type SQL, sql } from 'drizzle-orm';
 import { boards } from '#server/db/schema/boards.ts';
 import { applies, leases } from '#server/db/schema/leases.ts';
-import type { Db } from '#server/db/client.ts';
+import { type Db, preparedPer } from '#server/db/client.ts';
 import type { BoardChange } from './collaborators.ts';
 import { type AttributeFilters, boardFilterSql } from './filters.ts';
 
@@ -83,9 +83,9 @@ const applySelect = sql`
          l.server_name, b.name as board_name, l.state as lease_state, l.ends_at
     from applies a join leases l on l.id = a.lease_id join boards b on b.id = a.board_id`;
 
-/** applySelect for one apply, by id, as a prepared statement (the same columns and names). */
-function prepareApplyById(db: Db) {
-  return db
+/** applySelect for one apply, by id, prepared: every call on a board resolves its apply. */
+const applyById = preparedPer((db) =>
+  db
     .select({
       id: applies.id,
       user_id: applies.userId,
@@ -104,8 +104,8 @@ function prepareApplyById(db: Db) {
     .innerJoin(leases, eq(leases.id, applies.leaseId))
     .innerJoin(boards, eq(boards.id, applies.boardId))
     .where(eq(applies.id, sql.placeholder('id')))
-    .prepare('bianbu_apply_by_id');
-}
+    .prepare('bianbu_apply_by_id'),
+);
 
 export type RequestOutcome =
   | { kind: 'leased'; lease: LeaseRow }
@@ -676,12 +676,8 @@ export class LeaseRepo {
     });
   }
 
-  /** Every call on a board resolves its apply: built once and prepared, as the token check is. */
-  private applyById: ReturnType<typeof prepareApplyById> | null = null;
-
   async getApply(applyId: string): Promise<ApplyRow | null> {
-    this.applyById ??= prepareApplyById(this.db);
-    const [r] = await this.applyById.execute({ id: applyId });
+    const [r] = await applyById(this.db).execute({ id: applyId });
     return (r as ApplyRow | undefined) ?? null;
   }
 

@@ -1069,9 +1069,10 @@ const BOOT_SCRIPT = [
   'exit 0',
 ].join('\n');
 
-/** A zombie is dead for our purposes: it runs nothing and only waits to be reaped. */
+/** Set once the PTY host's build failure was logged. */
 let ptyHostWarned = false;
 
+/** A zombie is dead for our purposes: it runs nothing and only waits to be reaped. */
 function isAlive(pid: number): boolean {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');

@@ -65,11 +65,13 @@ async function compileHost(): Promise<number> {
 export function openPayload(spec: OpenSpec): Buffer {
   const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
   const strings = [spec.cwd, ...spec.argv, ...env];
+  const body = Buffer.from(`${strings.join('\0')}\0`);
   if (
     spec.argv.length < 1 ||
     spec.argv.length > 256 ||
     env.length > 1024 ||
-    strings.some((x) => x.includes('\0'))
+    strings.some((x) => x.includes('\0')) ||
+    8 + body.length > MAX_FRAME
   )
     throw new DriverError('driver.failed', 'A shell cannot be started with these arguments');
   const head = Buffer.allocUnsafe(8);
@@ -77,14 +79,11 @@ export function openPayload(spec: OpenSpec): Buffer {
   head.writeUInt16BE(Math.min(0xffff, Math.max(1, spec.size.rows)), 2);
   head.writeUInt16BE(spec.argv.length, 4);
   head.writeUInt16BE(env.length, 6);
-  const body = Buffer.from(`${strings.join('\0')}\0`);
-  if (8 + body.length > MAX_FRAME)
-    throw new DriverError('driver.failed', 'A shell cannot be started with these arguments');
   return Buffer.concat([head, body]);
 }
 
 export interface PtyHostOptions {
-  /** argv that enters the board as its root with descriptor 3 kept; the host's node and script follow. */
+  /** argv that enters the board as its root with descriptor 3 kept; the program's path follows. */
   launch: () => { file: string; args: string[] };
   env: Record<string, string>;
   timeoutMs: number;
