@@ -34,7 +34,9 @@ export async function startKeepingInterrupt<T>(
   try {
     return { value: await start(), interrupted };
   } finally {
-    process.off('SIGINT', kept);
+    // Removed after the caller's onInterrupt is on (it follows in the same turn): Node restores
+    // SIGINT's default, which kills, when its last listener goes, so a gap would let one through.
+    if (keep) setImmediate(() => process.off('SIGINT', kept));
   }
 }
 

@@ -308,6 +308,33 @@ steps:
     expect(again.error).toBe('sequence.run_ended');
   });
 
+  it('cancels a run whose step is just starting (cancel before the step listens): wait and exec end at once', async () => {
+    const repo = t.app.sequences.repo;
+    const writeRun = repo.writeRun.bind(repo);
+    for (const source of ['steps:\n  - wait: 600\n', 'steps:\n  - exec: sleep 600\n']) {
+      const saved = await save(u, 'just-started', source);
+      // The step's start is being written when the cancel comes: it is aborted before it runs.
+      let held = true;
+      repo.writeRun = async (...a: Parameters<typeof writeRun>) => {
+        if (held) await new Promise((r) => setTimeout(r, 400));
+        return writeRun(...a);
+      };
+      try {
+        const started = await run(u, saved.data.sequenceId, ['ci-a']);
+        const t0 = Date.now();
+        const cancelled = await call<SequenceRunDto>(t.app, u, 'POST', '/api/sequence/run/cancel', {
+          runId: started.data!.runId,
+        });
+        held = false;
+        expect(Date.now() - t0, source).toBeLessThan(5_000);
+        expect(cancelled.data!.state).toBe('cancelled');
+        expect(cancelled.data!.boards[0].steps.map((s) => s.state)).toEqual(['cancelled']);
+      } finally {
+        repo.writeRun = writeRun;
+      }
+    }
+  }, 30_000);
+
   it('ends a run a stopped service left running as failed, its running step interrupted', async () => {
     const saved = await save(u, 'orphan', 'steps:\n  - exec: "true"\n  - exec: "true"\n');
     const runId = crypto.randomUUID();

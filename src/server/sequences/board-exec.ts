@@ -78,6 +78,8 @@ export async function execOnBoard(
       if (out.length > opts.keep * 2) out = out.slice(-opts.keep - 64);
     });
     const offExit = pty.onExit(() => finish({ status: null, timedOut: false, lost: true }));
+    // Stopped while the shell opened: no listener heard it, so look now.
+    if (opts.signal?.aborted) return onAbort();
     opts.signal?.addEventListener('abort', onAbort);
     pty.write(`stty -echo -opost 2>/dev/null; exec sh -c ${sq(script)}\n`);
   });

@@ -407,10 +407,12 @@ export class SequenceService {
     const { deviceId } = board;
     switch (step.kind) {
       case 'wait': {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, step.seconds * 1000);
-          signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-        });
+        // (A cancel that came while the step's start was written has no listener to hear it.)
+        if (!signal.aborted)
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, step.seconds * 1000);
+            signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+          });
         return { state: signal.aborted ? 'cancelled' : 'success', detail: `${step.seconds} s` };
       }
       case 'exec': {
