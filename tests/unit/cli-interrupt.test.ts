@@ -10,8 +10,14 @@ describe('Ctrl+C while bianbu starts work it follows', () => {
       return 7;
     });
     expect(r).toEqual({ value: 7, interrupted: true });
+    // Still on in the turn the caller installs its own (no moment without a listener: Node would
+    // restore SIGINT's default, which kills); gone by the next.
+    expect(process.listenerCount('SIGINT')).toBe(before + 1);
+    await new Promise((r) => setImmediate(r));
     expect(process.listenerCount('SIGINT')).toBe(before);
     expect(await startKeepingInterrupt(true, async () => 8)).toEqual({ value: 8, interrupted: false });
+    await new Promise((r) => setImmediate(r));
+    expect(process.listenerCount('SIGINT')).toBe(before);
   });
 
   it('is not listened for without --wait, and a failed start removes the listener', async () => {
@@ -24,6 +30,7 @@ describe('Ctrl+C while bianbu starts work it follows', () => {
         throw new Error('refused');
       }),
     ).rejects.toThrow('refused');
+    await new Promise((r) => setImmediate(r));
     expect(process.listenerCount('SIGINT')).toBe(before);
   });
 
