@@ -16,6 +16,7 @@
 //   - echo during the flood: keydown in B → B's echo frame handled by the page's main thread (a busy
 //     main thread delays it, so this is what a user feels as lag), p50 / p99 / max;
 //   - the page's main thread: the longest gap between animation frames during the flood.
+// BENCH_FLOOD_TRACE=file.json also records Chromium's devtools timeline of the flood (long tasks).
 import { performance } from 'node:perf_hooks';
 import { ADMIN_PASSWORD, passwordLogin, requestBoard } from '../e2e/helpers/api.ts';
 import { launchChromium } from '../e2e/helpers/chromium.ts';
@@ -27,6 +28,8 @@ import { WorkbenchPage } from '../e2e/pages/WorkbenchPage.ts';
 
 const MIB = Number(process.env.BENCH_FLOOD_MIB ?? 256);
 const FORCE_DOM = process.env.BENCH_FLOOD_DOM === '1';
+/** A file to write Chromium's trace of the flood to (devtools timeline), for finding long tasks. */
+const TRACE = process.env.BENCH_FLOOD_TRACE;
 
 /**
  * Runs in the page before the console: watches the realtime socket's frames. Plain JavaScript in a
@@ -120,6 +123,11 @@ async function main() {
     const raw = Math.round((MIB * 3) / 4);
     await page.keyboard.type(`head -c ${raw}M /dev/urandom | base64 -w 100; echo FLOOD""DONE`);
     await page.waitForTimeout(300);
+    if (TRACE)
+      await browser.startTracing(page, {
+        path: TRACE,
+        categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8', 'blink.user_timing'],
+      });
     const startAt = await page.evaluate(() => performance.now());
     await page.keyboard.press('Enter');
     const wall0 = performance.now();
@@ -142,6 +150,7 @@ async function main() {
       } else if (performance.now() - quietSince > 2_000) break;
       if (performance.now() - wall0 > 15 * 60_000) throw new Error('flood did not end in 15 minutes');
     }
+    if (TRACE) await browser.stopTracing();
     const f = await page.evaluate(() => (window as unknown as { __flood: Flood }).__flood);
     const destA = `/topic/shell/${idA}`;
     const destB = `/topic/shell/${idB}`;

@@ -25,6 +25,7 @@ import { appState } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
 import { isBroadcastInput, leaveBroadcast } from './broadcast.ts';
 import { hasHardwareWebgl } from './renderer.ts';
+import { OutputFeeder } from './feeder.ts';
 
 export type ShellStatus = 'connecting' | 'live' | 'disconnected' | 'closed';
 
@@ -114,6 +115,8 @@ export class LiveShell {
 
   /** Set by xterm's core just before it hands user input (keys, paste, IME) to onData. */
   private userInput = false;
+  /** Hands output to xterm a slice per task (feeder.ts). */
+  private readonly feeder = new OutputFeeder((data, parsed) => this.term.write(data, parsed));
 
   constructor(
     readonly shellId: string,
@@ -202,6 +205,7 @@ export class LiveShell {
     this.topic?.unsubscribe();
     this.topic = null;
     for (const s of this.stopWatching.splice(0)) s();
+    this.feeder.stop();
     this.term.dispose();
   }
 
@@ -257,7 +261,7 @@ export class LiveShell {
     let offset = Number(m.headers.offset);
     let bytes = m.binaryBody;
     const lost = Number(m.headers.truncated) || 0;
-    if (lost > 0) this.term.write(`\r\n\x1b[2m${t('terminal:notice.truncated', { count: lost })}\x1b[0m\r\n`);
+    if (lost > 0) this.feeder.push(`\r\n\x1b[2m${t('terminal:notice.truncated', { count: lost })}\x1b[0m\r\n`);
     if (this.received < 0) {
       this.received = offset;
       this.processed = offset;
@@ -271,7 +275,7 @@ export class LiveShell {
     this.received = offset + bytes.length;
     if (this.view.status !== 'closed') this.syncStatus();
     const end = this.received;
-    this.term.write(bytes, () => {
+    this.feeder.push(bytes, () => {
       this.processed = end;
       this.maybeAck();
     });
@@ -341,7 +345,7 @@ export class LiveShell {
     this.view.status = 'closed';
     this.view.reason = reason;
     this.term.options.disableStdin = true;
-    this.term.write(
+    this.feeder.push(
       `\r\n\x1b[33m${t(`terminal:closed.${reason}`, { defaultValue: t('terminal:closed.generic') })}\x1b[0m\r\n`,
     );
     this.topic?.unsubscribe();
