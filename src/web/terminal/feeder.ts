@@ -3,9 +3,10 @@
 // flood it always holds something, so the page's main thread ran xterm back to back and a WebSocket
 // message waited behind several such tasks: another shell's echo reached the page 22–26 ms (median)
 // after the service had sent it, 40–56 ms at p90 (timestamps on both sides, tests/bench/flood.bench.ts,
-// 2 cores). Slices of 32 KiB: 13 / 21–26 ms, for 5–10 % less flood throughput (16 KiB: 12 / 18–25 ms,
-// 20–30 % less). Between two slices the browser delivers messages, input and frames. Slices are views
-// of the received bytes, not copies; their order is the order they were given in.
+// 2 cores). Slices of 32 KiB: 13 / 21–26 ms; over a 256 MiB flood, echo p99 63 → 43–44 ms, for 13–17 %
+// less flood throughput (the page also draws more often). 16 KiB cost 20–30 %. Between two slices the
+// browser delivers messages, input (a Ctrl+C) and frames. Slices are views of the received bytes, not
+// copies; their order is the order they were given in.
 
 /** Largest piece of output parsed in one task. */
 export const FEED_SLICE_BYTES = 32 * 1024;
