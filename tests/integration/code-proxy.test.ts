@@ -18,6 +18,7 @@ import { HOUR_MS } from '#shared/constants.ts';
 import { CODE_LIMITS, VncClose } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
+import { runInBoard } from './helpers/in-board.ts';
 
 const APP_SOURCE = fs.readFileSync(path.join(import.meta.dirname, 'helpers', 'code-board-app.cjs'), 'utf8');
 
@@ -124,33 +125,16 @@ describe('the /code/ proxy to an application inside a local board', () => {
 
   const openSession = async (who: TestUser, apply: string) => exchange(await ticket(who, apply));
 
-  /** Runs a command in a board as its root and waits for a marker. */
-  const inBoard = async (sh: PtyHandle, cmd: string, timeoutMs = 20_000) => {
-    const marker = `done-${Math.random().toString(36).slice(2)}`;
-    let out = '';
-    const off = sh.onData((b) => {
-      out += b.toString();
-    });
-    sh.write(`${cmd}; echo ${marker.slice(0, 5)}""${marker.slice(5)}\n`);
-    const deadline = Date.now() + timeoutMs;
-    while (!out.includes(marker)) {
-      if (Date.now() > deadline) throw new Error(`no marker; output: ${out.slice(-500)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    off();
-    return out;
-  };
-
   /** Starts the fixture application inside a board as the board's user (uid 1000) on port 8080. */
   const startApp = async (driver: BoardDriver, sh: PtyHandle) => {
     await driver.files.write('/tmp/code-app.cjs', APP_SOURCE);
-    await inBoard(
+    await runInBoard(
       sh,
       'chmod 644 /tmp/code-app.cjs; (setpriv --reuid=1000 --regid=1000 --init-groups node /tmp/code-app.cjs 8080 >/tmp/code-app.log 2>&1 &)',
     );
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const out = await inBoard(sh, 'cat /tmp/code-app.log');
+      const out = await runInBoard(sh, 'cat /tmp/code-app.log');
       if (out.includes('code-app listening')) return;
       if (Date.now() > deadline) throw new Error(`the fixture did not start: ${out}`);
       await new Promise((r) => setTimeout(r, 200));

@@ -16,6 +16,7 @@ import { HOUR_MS } from '#shared/constants.ts';
 import { VncClose } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
+import { runInBoard } from './helpers/in-board.ts';
 
 const INSTALLED = hostCodeServer(DEFAULT_CODE_SERVER_DIR) !== null;
 
@@ -95,22 +96,8 @@ describe('code-server inside a local board, through the /code/ proxy', () => {
     };
   };
 
-  /** Runs a command in the board as its root and answers its output up to a marker. */
-  const inBoard = async (cmd: string, timeoutMs = 20_000) => {
-    const marker = `done-${Math.random().toString(36).slice(2)}`;
-    let out = '';
-    const off = shell.onData((b) => {
-      out += b.toString();
-    });
-    shell.write(`${cmd}; echo ${marker.slice(0, 5)}""${marker.slice(5)}\n`);
-    const deadline = Date.now() + timeoutMs;
-    while (!out.includes(marker)) {
-      if (Date.now() > deadline) throw new Error(`no marker; output: ${out.slice(-500)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    off();
-    return out.slice(0, out.lastIndexOf(marker));
-  };
+  /** Runs a command in the board as its root; answers its output. */
+  const inBoard = (cmd: string, timeoutMs?: number) => runInBoard(shell, cmd, timeoutMs);
 
   /** Whether something answers on the board's own 127.0.0.1:8080, asked from inside the board. */
   const boardPortOpen = async () =>

@@ -15,6 +15,7 @@ import { HOUR_MS } from '#shared/constants.ts';
 import { VNC_LIMITS, VncClose } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
+import { runInBoard } from './helpers/in-board.ts';
 
 /** A WebSocket to the bridge with a byte reader over its binary messages (an RFB client's view). */
 class VncClient {
@@ -110,22 +111,8 @@ describe('the VNC bridge to a local board’s desktop', () => {
     );
   };
 
-  /** Runs a command in the board as its root and waits for a marker. */
-  const inBoard = async (cmd: string, timeoutMs = 20_000) => {
-    const marker = `done-${Math.random().toString(36).slice(2)}`;
-    let out = '';
-    const off = shell.onData((b) => {
-      out += b.toString();
-    });
-    shell.write(`${cmd}; echo ${marker.slice(0, 5)}""${marker.slice(5)}\n`);
-    const deadline = Date.now() + timeoutMs;
-    while (!out.includes(marker)) {
-      if (Date.now() > deadline) throw new Error(`no marker; output: ${out.slice(-500)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    off();
-    return out;
-  };
+  /** Runs a command in the board as its root; answers its output. */
+  const inBoard = (cmd: string, timeoutMs?: number) => runInBoard(shell, cmd, timeoutMs);
 
   /** RFB 3.8 with security None up to ServerInit; answers the framebuffer size. */
   const handshake = async (c: VncClient) => {
