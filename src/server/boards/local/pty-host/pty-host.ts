@@ -8,6 +8,7 @@
 // flow control or stops reading its input is killed; its shells end, and the next open starts a new one.
 // A board's shells never see another board's: each board has its own host and pipe.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { DriverError, type PtyHandle, type PtySize } from '../../driver.ts';
 import { withTimeout } from '../../util.ts';
 import { type Frame, FrameReader, FromHost, frame, MAX_FRAME, ToHost } from './protocol.ts';
+
+const run = promisify(execFile);
 
 /** Input is cut into frames of at most this many bytes. */
 const INPUT_SLICE = 64 * 1024;
@@ -41,18 +44,11 @@ async function compileHost(): Promise<number> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-pty-host-'));
   try {
     const bin = path.join(dir, 'bianbu-pty-host');
-    await new Promise<void>((resolve, reject) => {
-      execFile(
-        process.env.CC || 'cc',
-        ['-O2', '-o', bin, src],
-        { timeout: 120_000, encoding: 'utf8' },
-        (err, _out, stderr) => {
-          if (err)
-            reject(new Error(`cannot compile the PTY host: ${(stderr || err.message).trim().slice(-500)}`));
-          else resolve();
-        },
-      );
-    });
+    await run(process.env.CC || 'cc', ['-O2', '-o', bin, src], { timeout: 120_000, encoding: 'utf8' }).catch(
+      (err: Error & { stderr?: string }) => {
+        throw new Error(`cannot compile the PTY host: ${(err.stderr || err.message).trim().slice(-500)}`);
+      },
+    );
     // A board's root is an unprivileged uid on the host: it runs the program as "other".
     fs.chmodSync(bin, 0o755);
     return fs.openSync(bin, 'r');
