@@ -3,45 +3,29 @@
 // check the bytes on the board, download and compare; files a shell creates appear in the tree alone.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
-import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
-import { signedInContext } from './helpers/context.ts';
-import { type Service, startService } from './helpers/service.ts';
+import { SKIP_E2E } from './helpers/chromium.ts';
+import type { Service } from './helpers/service.ts';
+import { openWorkbench, type WorkbenchSession } from './helpers/workbench-session.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
-import { MainboardPage } from './pages/DevicePages.ts';
 import { FilePanes } from './pages/FilePanes.ts';
-import { WorkbenchPage } from './pages/WorkbenchPage.ts';
+import type { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 describe.skipIf(SKIP_E2E)('files in the workbench', () => {
+  let session: WorkbenchSession;
   let svc: Service;
-  let browser: Browser;
-  let ctx: BrowserContext;
   let page: Page;
   let wb: WorkbenchPage;
   let files: FilePanes;
 
   beforeAll(async () => {
-    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
-    browser = await launchChromium();
-    const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await requestBoard(svc.url, token, 'files');
-    ctx = await signedInContext(browser, token, { acceptDownloads: true });
-    page = await ctx.newPage();
-    wb = new WorkbenchPage(page);
+    session = await openWorkbench('files', { acceptDownloads: true });
+    ({ svc, page, wb } = session);
     files = new FilePanes(page);
-    await new ConsolePage(page, svc.url).goto('/mainboard');
-    await new MainboardPage(page).start('files');
-    await wb.ready();
-    await wb.waitForLiveTerminals(1);
   });
 
-  afterAll(async () => {
-    await ctx?.close();
-    await browser?.close();
-    await svc?.stop();
-  });
+  afterAll(() => session?.close());
 
   it('opens a file written in a shell, saves an edit with Ctrl+S, and the shell sees it', async () => {
     await wb.run(

@@ -4,16 +4,15 @@
 // on a good one across a reload and in a fresh browser that signs in.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, callApi, passwordLogin, requestBoard } from './helpers/api.ts';
-import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
-import { signedInContext } from './helpers/context.ts';
-import { type Service, startService } from './helpers/service.ts';
+import { ADMIN_PASSWORD, callApi } from './helpers/api.ts';
+import { SKIP_E2E } from './helpers/chromium.ts';
+import type { Service } from './helpers/service.ts';
+import { openWorkbench, type WorkbenchSession } from './helpers/workbench-session.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
-import { MainboardPage } from './pages/DevicePages.ts';
 import { LoginPage } from './pages/LoginPage.ts';
-import { WorkbenchPage } from './pages/WorkbenchPage.ts';
+import type { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
@@ -70,9 +69,9 @@ class KeymapSettings {
 }
 
 describe.skipIf(SKIP_E2E)('keymap', () => {
+  let session: WorkbenchSession;
   let svc: Service;
   let browser: Browser;
-  let ctx: BrowserContext;
   let page: Page;
   let token: string;
   let console_: ConsolePage;
@@ -80,26 +79,12 @@ describe.skipIf(SKIP_E2E)('keymap', () => {
   let settings: KeymapSettings;
 
   beforeAll(async () => {
-    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
-    browser = await launchChromium();
-    token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await requestBoard(svc.url, token, 'keys');
-    ctx = await signedInContext(browser, token, { tokenEveryLoad: false });
-    page = await ctx.newPage();
-    console_ = new ConsolePage(page, svc.url);
-    wb = new WorkbenchPage(page);
+    session = await openWorkbench('keys', { tokenEveryLoad: false });
+    ({ svc, browser, page, token, console: console_, wb } = session);
     settings = new KeymapSettings(page, console_);
-    await console_.goto('/mainboard');
-    await new MainboardPage(page).start('keys');
-    await wb.ready();
-    await wb.waitForLiveTerminals(1);
   });
 
-  afterAll(async () => {
-    await ctx?.close();
-    await browser?.close();
-    await svc?.stop();
-  });
+  afterAll(() => session?.close());
 
   const tabCount = () => page.getByTestId('shell-tab').count();
   const paneBox = (id: string) =>

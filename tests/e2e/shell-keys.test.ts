@@ -4,45 +4,26 @@
 // kind back in the same place with the same name. After each step the focus is checked.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
-import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
-import { signedInContext } from './helpers/context.ts';
-import { type Service, startService } from './helpers/service.ts';
-import { ConsolePage } from './pages/ConsolePage.ts';
-import { MainboardPage } from './pages/DevicePages.ts';
-import { WorkbenchPage } from './pages/WorkbenchPage.ts';
+import { SKIP_E2E } from './helpers/chromium.ts';
+import { openWorkbench, type WorkbenchSession } from './helpers/workbench-session.ts';
+import type { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
 
 describe.skipIf(SKIP_E2E)('shell pane keys', () => {
-  let svc: Service;
-  let browser: Browser;
-  let ctx: BrowserContext;
+  let session: WorkbenchSession;
   let page: Page;
   let wb: WorkbenchPage;
 
   beforeAll(async () => {
-    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
-    browser = await launchChromium();
-    const token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    await requestBoard(svc.url, token, 'shellkeys');
-    ctx = await signedInContext(browser, token, { tokenEveryLoad: false });
-    page = await ctx.newPage();
-    wb = new WorkbenchPage(page);
-    await new ConsolePage(page, svc.url).goto('/mainboard');
-    await new MainboardPage(page).start('shellkeys');
-    await wb.ready();
-    await wb.waitForLiveTerminals(1);
+    session = await openWorkbench('shellkeys', { tokenEveryLoad: false });
+    ({ page, wb } = session);
   });
 
-  afterAll(async () => {
-    await ctx?.close();
-    await browser?.close();
-    await svc?.stop();
-  });
+  afterAll(() => session?.close());
 
   /** The focus is in the xterm of the visible tab's terminal `index`. */
   const terminalFocused = (index = 0) =>

@@ -5,46 +5,30 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin, requestBoard } from './helpers/api.ts';
-import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
-import { signedInContext } from './helpers/context.ts';
-import { type Service, startService } from './helpers/service.ts';
+import { SKIP_E2E } from './helpers/chromium.ts';
+import type { Service } from './helpers/service.ts';
+import { openWorkbench, type WorkbenchSession } from './helpers/workbench-session.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
-import { MainboardPage } from './pages/DevicePages.ts';
-import { WorkbenchPage } from './pages/WorkbenchPage.ts';
+import type { WorkbenchPage } from './pages/WorkbenchPage.ts';
 
 const SHOTS = path.join(import.meta.dirname, 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
 
 describe.skipIf(SKIP_E2E)('workbench', () => {
+  let session: WorkbenchSession;
   let svc: Service;
   let browser: Browser;
   let ctx: BrowserContext;
   let page: Page;
-  let token: string;
   let console_: ConsolePage;
   let wb: WorkbenchPage;
 
   beforeAll(async () => {
-    svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
-    browser = await launchChromium();
-    token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
-    // The board is leased through the API: this suite is about the workbench, not the apply page.
-    await requestBoard(svc.url, token, 'bench');
-    ctx = await signedInContext(browser, token);
-    page = await ctx.newPage();
-    console_ = new ConsolePage(page, svc.url);
-    wb = new WorkbenchPage(page);
-    await console_.goto('/mainboard');
-    await new MainboardPage(page).start('bench');
-    await wb.ready();
+    session = await openWorkbench('bench', { waitForShell: false });
+    ({ svc, browser, ctx, page, console: console_, wb } = session);
   });
 
-  afterAll(async () => {
-    await ctx?.close();
-    await browser?.close();
-    await svc?.stop();
-  });
+  afterAll(() => session?.close());
 
   it('opens two shells side by side, runs a command in each, and both resume with their output after a reload', async () => {
     await wb.waitForLiveTerminals(1);
