@@ -6,6 +6,7 @@
 // each change, so a reader polling fetchSequenceRun sees it move, and it outlives the service: a run
 // the service was carrying out when it stopped ends as failure, its running step `interrupted`.
 import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { AuthUser } from '#server/auth/user-context.ts';
 import { AppError, badRequest, conflict, forbidden, notFound } from '#server/errors.ts';
@@ -407,12 +408,8 @@ export class SequenceService {
     const { deviceId } = board;
     switch (step.kind) {
       case 'wait': {
-        // (A cancel that came while the step's start was written has no listener to hear it.)
-        if (!signal.aborted)
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(resolve, step.seconds * 1000);
-            signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-          });
+        // Ends at once on a cancel, also one that came before the wait began (an AbortError).
+        await sleep(step.seconds * 1000, undefined, { signal }).catch(() => undefined);
         return { state: signal.aborted ? 'cancelled' : 'success', detail: `${step.seconds} s` };
       }
       case 'exec': {

@@ -65,15 +65,13 @@ export class OutputFeeder {
   }
 
   private pump(): void {
+    // (stop() empties the queue, and push() adds nothing after it.)
     const item = this.queue.shift();
-    if (!item || this.stopped) {
-      this.busy = false;
-      return;
-    }
-    this.busy = true;
+    this.busy = item !== undefined;
+    if (!item) return;
     this.write(item.data, () => {
       item.parsed?.();
-      if (this.queue.length && !this.stopped) this.yieldTask(() => this.pump());
+      if (this.queue.length) this.yieldTask(() => this.pump());
       else this.busy = false;
     });
   }
