@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OWNER_ANSWER_TIMEOUT_MS } from '#server/shells/bus-protocol.ts';
 import { Destinations } from '#shared/realtime.ts';
 import { bodyText } from '#shared/stomp-codec.ts';
 import type { TestApp } from './helpers/app.ts';
@@ -80,6 +81,7 @@ describe('two instances sharing Redis and PostgreSQL', () => {
 
   it('refuses on A a shell that exists nowhere', async () => {
     const c = await connectStomp(portA, { token: alice.token, applyId: 'ra' });
+    const asked = Date.now();
     c.sendFrame('SUBSCRIBE', {
       id: 'ghost',
       destination: Destinations.shellOutput('no-such-shell'),
@@ -87,6 +89,23 @@ describe('two instances sharing Redis and PostgreSQL', () => {
     });
     await c.waitFor((x) => x.headers['receipt-id'] === 'g', 15_000);
     expect(c.frames.find((x) => x.headers.subscription === 'ghost')?.headers.event).toBe('refused');
+    // No instance subscribes to its input, so the refusal does not wait for an owner's answer.
+    expect(Date.now() - asked).toBeLessThan(OWNER_ANSWER_TIMEOUT_MS / 2);
     c.close();
+  });
+
+  it('answers on A for a shell of B, and at once for a shell no instance has', async () => {
+    const shellId = await openShell(b.app, alice, 'ra');
+    expect(a.app.shells.stats(shellId)).toHaveLength(0);
+    // B owns it: A asks over Redis and gets B's answer.
+    expect(await a.app.shells.job('ra', shellId)).toMatchObject({ state: expect.any(String) });
+    // Nobody subscribes to an unknown shell's input: A answers "not found" without waiting for an owner.
+    const asked = Date.now();
+    await expect(a.app.shells.job('ra', 'no-such-shell')).rejects.toThrow(/not found/i);
+    await expect(a.app.shells.close('ra', 'no-such-shell')).rejects.toThrow(/not found/i);
+    expect(Date.now() - asked).toBeLessThan(OWNER_ANSWER_TIMEOUT_MS / 2);
+    // B's shell, closed through A, ends on B.
+    await a.app.shells.close('ra', shellId);
+    expect(b.app.shells.stats(shellId)[0].ended).not.toBeNull();
   });
 });

@@ -4,6 +4,7 @@
 // that owns the shell may ask, and a shell of another apply answers like one that does not exist.
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OWNER_ANSWER_TIMEOUT_MS } from '#server/shells/bus-protocol.ts';
 import { HOUR_MS } from '#shared/constants.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { openShell, ShellFollower } from './helpers/shell-client.ts';
@@ -122,8 +123,20 @@ describe('whether a shell runs a foreground job', () => {
     );
     expect(crossed.code).not.toBe(20000);
 
+    // No instance listens to an unknown shell, so the answer does not wait for the owner's 5 s.
+    const asked = Date.now();
     const unknown = await job('no-such-shell');
     expect(JSON.stringify(unknown)).toMatch(/shell\.not_found/);
+    expect(Date.now() - asked).toBeLessThan(OWNER_ANSWER_TIMEOUT_MS / 2);
+    const closedAt = Date.now();
+    const closed = await call(
+      u,
+      '/api/device/unapply-device-shell',
+      { applyId, clientId: 'no-such-shell' },
+      applyId,
+    );
+    expect(JSON.stringify(closed)).toMatch(/shell\.not_found/);
+    expect(Date.now() - closedAt).toBeLessThan(OWNER_ANSWER_TIMEOUT_MS / 2);
 
     const bad = await call(
       u,

@@ -29,6 +29,12 @@ export interface Bus {
   /** Unique per process: tells instances apart in logs and control messages. */
   readonly instanceId: string;
   publish(channel: string, msg: BusMessage): void;
+  /**
+   * Publishes as `publish` does, and answers how many subscriptions it reached: this process's
+   * handlers, and with Redis every instance subscribed to the channel (this one included). 0 means
+   * nobody listens, so a request sent this way will get no answer; -1 that the count is unknown.
+   */
+  publishReach(channel: string, msg: BusMessage): Promise<number>;
   /** Resolves once messages published after it are guaranteed to arrive. */
   subscribe(channel: string, handler: BusHandler): Promise<() => void>;
   stats(): BusStats;
@@ -59,6 +65,11 @@ class Registry {
       return true;
     }
     return false;
+  }
+
+  /** Handlers on one channel. */
+  count(channel: string): number {
+    return this.handlers.get(channel)?.size ?? 0;
   }
 
   stats(): BusStats {
@@ -94,6 +105,12 @@ export class MemoryBus implements Bus {
 
   publish(channel: string, msg: BusMessage): void {
     this.reg.deliver(channel, msg, this.onError);
+  }
+
+  publishReach(channel: string, msg: BusMessage): Promise<number> {
+    const n = this.reg.count(channel);
+    this.reg.deliver(channel, msg, this.onError);
+    return Promise.resolve(n);
   }
 
   async subscribe(channel: string, handler: BusHandler): Promise<() => void> {
@@ -185,6 +202,19 @@ export class RedisBus implements Bus {
   publish(channel: string, msg: BusMessage): void {
     this.reg.deliver(channel, msg, this.onError);
     this.pub.publish(PREFIX + channel, encodeBusMessage(this.instanceId, msg)).catch(this.onError);
+  }
+
+  publishReach(channel: string, msg: BusMessage): Promise<number> {
+    const local = this.reg.count(channel);
+    this.reg.deliver(channel, msg, this.onError);
+    // Redis counts the connections subscribed to the channel, this instance's among them.
+    return this.pub.publish(PREFIX + channel, encodeBusMessage(this.instanceId, msg)).then(
+      (n) => Math.max(n, local),
+      (err) => {
+        this.onError(err);
+        return -1;
+      },
+    );
   }
 
   async subscribe(channel: string, handler: BusHandler): Promise<() => void> {

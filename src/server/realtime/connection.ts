@@ -577,9 +577,14 @@ export class StompConnection {
       view.attached = undefined;
       return;
     }
-    this.opts.bus.publish(shellIn(shellId), {
-      h: { t: 'attach', v: view.viewerId, u: this.user!.id, from, g: guest, n: this.user!.username },
-    });
+    // A shell no instance listens to does not exist (any more, after a restart): refused at once.
+    this.opts.bus
+      .publishReach(shellIn(shellId), {
+        h: { t: 'attach', v: view.viewerId, u: this.user!.id, from, g: guest, n: this.user!.username },
+      })
+      .then((reached) => {
+        if (reached === 0) view.attached?.({ ok: false, key: RealtimeErrorKey.notFound });
+      });
     const a = await answer;
     if (timer) clearTimeout(timer);
     view.attached = undefined;

@@ -123,9 +123,16 @@ export class ShellManager {
             resolve(true);
           }
         })
-        .then((unsub) => {
+        .then(async (unsub) => {
           off = unsub;
-          this.bus.publish(shellIn(shellId), { h: { t: 'close', applyId, reason } });
+          // No instance listens to the shell's input: it does not exist (any more), so no answer comes.
+          const reached = await this.bus.publishReach(shellIn(shellId), {
+            h: { t: 'close', applyId, reason },
+          });
+          if (reached === 0) {
+            clearTimeout(timer);
+            resolve(false);
+          }
         });
     });
     const ok = await confirmed;
@@ -145,7 +152,7 @@ export class ShellManager {
 
   /**
    * Asks the instance that owns a shell (over the bus) and waits for its reply of type `reply` to this
-   * request; null when no owner answers in time.
+   * request; null when no owner answers in time, at once when no instance listens to the shell.
    */
   private async askOwner(
     shellId: string,
@@ -163,9 +170,12 @@ export class ShellManager {
             resolve(m.h);
           }
         })
-        .then((unsub) => {
+        .then(async (unsub) => {
           off = unsub;
-          this.bus.publish(shellIn(shellId), { h: { ...request, r } });
+          if ((await this.bus.publishReach(shellIn(shellId), { h: { ...request, r } })) === 0) {
+            clearTimeout(timer);
+            resolve(null);
+          }
         });
     });
     const h = await answer;
