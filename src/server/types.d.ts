@@ -2,7 +2,7 @@ import type { AuditLog } from './auth/audit.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Storage } from './db/client.ts';
-import type { CallContext, ResolvedApply } from './http/handlers.ts';
+import type { CallContext, EarlyApply, ResolvedApply } from './http/handlers.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,7 +11,12 @@ declare module 'fastify' {
     clock: Clock;
     audit: AuditLog;
     /** Provided by the device lifecycle feature: the caller's live apply for a call that needs one. */
-    resolveApply?: (ctx: CallContext, input: unknown) => Promise<ResolvedApply>;
+    resolveApply?: (ctx: CallContext, input: unknown, early?: EarlyApply) => Promise<ResolvedApply>;
+    /** Starts the lookup of the apply a call names, before its caller is authenticated (PostgreSQL). */
+    prefetchApply?: (
+      headers: Readonly<Record<string, string | string[] | undefined>>,
+      input: unknown,
+    ) => EarlyApply | undefined;
   }
 }
 

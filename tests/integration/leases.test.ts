@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '#server/clock.ts';
+import type { CallContext } from '#server/http/handlers.ts';
 import { HOUR_MS, LEASE_END_TOLERANCE_MS } from '#shared/constants.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import type { TestUser } from './helpers/users.ts';
@@ -379,6 +380,45 @@ describe('leases, applies and history', () => {
     expect(stale.status).toBe(404);
     expect(stale.error).toBe('apply.closed');
     expect(await boardState(t.app, lease.data.deviceId)).toBe('leased');
+  });
+
+  it('looks an apply up while the token is checked (PostgreSQL), and still judges it by the user', async () => {
+    await makeBoard(t.app);
+    const u = await makeUser(t.app);
+    const other = await makeUser(t.app);
+    const lease = await request(u, { requestDate: endIn(now(), H48), filterReq: {}, serverName: 'e' });
+    const { applyId } = (
+      await call(t.app, u, 'POST', '/api/device/apply-device', { deviceId: lease.data.deviceId })
+    ).data;
+    const app = t.app;
+    const resolve = app.resolveApply!;
+    const ctxOf = (userId: string, headers = {}) =>
+      ({ app, req: { headers }, user: { id: userId } }) as unknown as CallContext;
+    const early = app.prefetchApply!({}, { applyId });
+    // PGlite runs one query at a time: there is nothing to overlap, so nothing is looked up early.
+    if (app.storage.kind !== 'postgres') {
+      expect(early).toBeUndefined();
+      return;
+    }
+    expect(early?.applyId).toBe(applyId);
+    // The row looked up before anyone was authenticated opens nothing for another user.
+    await expect(resolve(ctxOf(other.id), { applyId }, early)).rejects.toMatchObject({
+      key: 'apply.not_found',
+    });
+    expect(await resolve(ctxOf(u.id), { applyId }, early)).toMatchObject({
+      applyId,
+      deviceId: lease.data.deviceId,
+      userId: u.id,
+    });
+    // An early row of another apply than the one named is not used: the named one is looked up.
+    await expect(resolve(ctxOf(u.id), { applyId: 'a'.repeat(32) }, early)).rejects.toMatchObject({
+      key: 'apply.not_found',
+    });
+    // A named apply that does not exist: the early lookup fails quietly, the call answers "not found".
+    const named = { applyaccess: 'b'.repeat(32) };
+    const none = app.prefetchApply!(named, {});
+    expect(none?.applyId).toBe(named.applyaccess);
+    await expect(resolve(ctxOf(u.id, named), {}, none)).rejects.toMatchObject({ key: 'apply.not_found' });
   });
 
   it('refuses an apply whose lease has passed its end, before the scheduler has run', async () => {

@@ -24,6 +24,15 @@ export interface ResolvedApply {
   leaseId: string;
 }
 
+/**
+ * An apply's row, looked up while the caller's token is checked (on PostgreSQL the two queries run
+ * side by side). It decides nothing: resolveApply still checks the row against the authenticated user.
+ */
+export interface EarlyApply {
+  readonly applyId: string;
+  readonly row: Promise<unknown>;
+}
+
 export type Handler<C extends CallDef> = (
   input: z.output<C['request']>,
   ctx: CallContext,

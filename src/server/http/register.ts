@@ -55,7 +55,9 @@ function checkApplyHeader(call: CallDef, req: FastifyRequest): void {
   const parsed = entityId.safeParse(raw.trim().replace(/^"(.*)"$/, '$1'));
   if (!parsed.success) {
     const message = parsed.error.issues[0]?.message ?? 'invalid';
-    throw badRequest(`Invalid ApplyAccess: ${message}`, ErrorKey.validation, [{ path: 'ApplyAccess', message }]);
+    throw badRequest(`Invalid ApplyAccess: ${message}`, ErrorKey.validation, [
+      { path: 'ApplyAccess', message },
+    ]);
   }
 }
 
@@ -77,6 +79,11 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
       url: call.path,
       bodyLimit: call.bodyLimit ?? (call.transfer ? Number.MAX_SAFE_INTEGER : undefined),
       handler: async (req, reply) => {
+        // The apply the call names is looked up while the token is checked (it decides nothing yet).
+        const early =
+          call.needsApply && req.headers.authorization
+            ? app.prefetchApply?.(req.headers, payloadOf(req, call.payload))
+            : undefined;
         // A public call ignores a bad token rather than failing on it.
         const user =
           call.auth === 'public'
@@ -95,8 +102,9 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
         checkApplyHeader(call, req);
         const ctx: CallContext = { app, req, reply, user, apply: null, ip: req.ip };
         if (call.needsApply) {
-          if (!app.resolveApply) throw new AppError(503, ResultCode.Unavailable, 'apply.unavailable', 'Applies are not available');
-          ctx.apply = await app.resolveApply(ctx, parsed.data);
+          if (!app.resolveApply)
+            throw new AppError(503, ResultCode.Unavailable, 'apply.unavailable', 'Applies are not available');
+          ctx.apply = await app.resolveApply(ctx, parsed.data, early);
         }
         const audited = call.method === 'POST' && call.auth !== 'public' && !call.readOnly;
         const audit = (result: 'ok' | 'failed' | 'denied', detail?: Record<string, unknown>) => {
@@ -122,7 +130,9 @@ export function registerCalls(app: FastifyInstance, bound: BoundCall[]): void {
           return sent;
         } catch (err) {
           const known = err instanceof AppError;
-          audit(known && err.status === 403 ? 'denied' : 'failed', { error: known ? err.key : 'server.error' });
+          audit(known && err.status === 403 ? 'denied' : 'failed', {
+            error: known ? err.key : 'server.error',
+          });
           throw err;
         }
       },

@@ -14,7 +14,8 @@ export const leasesFeature: Feature = {
     const service = new LeaseService(app);
     app.decorate('leases', service);
     app.decorate('leaseScheduler', new LeaseScheduler(app, service, app.config.BIANBU_LEASE_TICK_MS));
-    app.decorate('resolveApply', (ctx, input) => service.resolveApply(ctx, input));
+    app.decorate('resolveApply', (ctx, input, early) => service.resolveApply(ctx, input, early));
+    app.decorate('prefetchApply', (headers, input) => service.prefetchApply(headers, input));
     app.decorate('listAppliesOf', (userId: string) => service.listAppliesOf(userId));
     // The identity feature answers GET /api/user/apply-info through this name.
     app.decorate('userApplies', (userId: string) => service.listAppliesOf(userId));

@@ -22,7 +22,7 @@ import {
 import type { AuthUser } from '#server/auth/user-context.ts';
 import { authenticateToken } from '#server/auth/user-context.ts';
 import { AppError } from '#server/errors.ts';
-import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
+import type { CallContext, EarlyApply, ResolvedApply } from '#server/http/handlers.ts';
 import {
   boardChannel,
   OWNER_ANSWER_TIMEOUT_MS,
@@ -337,13 +337,15 @@ export class StompConnection {
       return;
     }
     const db = this.opts.app.storage.db;
+    const applyId = (f.headers.applyId ?? '').trim();
+    const named = applyId && applyId !== 'null' && applyId !== 'undefined';
+    // The apply is looked up while the token is checked; it is judged once the user is known.
+    const early = named ? this.opts.app.prefetchApply?.({}, { applyId }) : undefined;
     // Expiry is judged by the service clock, as for HTTP calls.
     const { user, expiresAt } = await authenticateToken(db, token, this.opts.app.clock.now());
     this.user = user;
     this.expiresAt = expiresAt?.getTime() ?? null;
-    const applyId = (f.headers.applyId ?? '').trim();
-    if (applyId && applyId !== 'null' && applyId !== 'undefined')
-      this.apply = await this.resolveApply(applyId);
+    if (named) this.apply = await this.resolveApply(applyId, early);
     if (this.state === 'closed') return;
     const [cx] = (f.headers['heart-beat'] ?? '0,0').split(',').map((n) => Number.parseInt(n, 10) || 0);
     this.state = 'connected';
@@ -368,7 +370,7 @@ export class StompConnection {
     this.armExpiry();
   }
 
-  private async resolveApply(applyId: string): Promise<ResolvedApply> {
+  private async resolveApply(applyId: string, early?: EarlyApply): Promise<ResolvedApply> {
     const app = this.opts.app;
     if (!app.resolveApply)
       throw new AppError(503, ResultCode.Unavailable, 'apply.unavailable', 'Applies are not available');
@@ -385,7 +387,7 @@ export class StompConnection {
       apply: null,
       ip: this.opts.ip,
     };
-    return app.resolveApply(ctx, { applyId });
+    return app.resolveApply(ctx, { applyId }, early);
   }
 
   private send(f: StompFrame): void {
