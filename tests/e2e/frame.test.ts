@@ -33,10 +33,19 @@ describe.skipIf(SKIP_E2E)('console frame', () => {
 
   it('shows the landing page in Chinese with the title "<route title> - Bianbu Cloud"', async () => {
     await fresh();
+    const catalogues: string[] = [];
+    page.on('request', (r) => {
+      const m = /\/assets\/(zh|en|ja)-[\w-]+\.js$/.exec(new URL(r.url()).pathname);
+      if (m) catalogues.push(m[1]);
+    });
     await console_.goto('/');
     await console_.waitForTitle('首页 - Bianbu Cloud');
     expect(await console_.htmlLang()).toBe('zh');
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toContain('RISC-V');
+    // Only the shown language's catalogue is downloaded: every key is in it, so the English fallback
+    // is never needed (and is not part of the first load the budget counts).
+    await page.waitForLoadState('networkidle');
+    expect(catalogues).toEqual(['zh']);
   });
 
   it('switches to English and Japanese, and the choice survives a reload', async () => {

@@ -1,6 +1,7 @@
 // i18next with the catalogues of locales/<lng>/<namespace>.json, one chunk per language built into the
-// console (src/web/i18n/bundles): the shown language and the English fallback load before the first
-// render, another language when the user switches to it. The language comes from the `lang` cookie
+// console (src/web/i18n/bundles): the shown language loads before the first render, another language
+// when the user switches to it. The English fallback loads only if a key is ever missing: every key
+// exists in every language (tests/unit/i18n-keys.test.ts), so a visitor in zh or ja never downloads it. The language comes from the `lang` cookie
 // (the user's choice), else the browser's preferred languages, else zh; missing keys fall back to
 // English (spec section 9).
 import i18next, { type TFunction } from 'i18next';
@@ -64,7 +65,7 @@ async function addLazy(lng: Language, ns: LazyNamespace): Promise<void> {
 
 export async function loadNamespace(...names: LazyNamespace[]): Promise<void> {
   for (const ns of names) lazyUsed.add(ns);
-  const lngs = [...new Set([currentLanguage(), FALLBACK_LANGUAGE])];
+  const lngs = [...new Set([currentLanguage(), ...(fallbackWanted ? [FALLBACK_LANGUAGE] : [])])];
   await Promise.all(names.flatMap((ns) => lngs.map((l) => addLazy(l, ns))));
 }
 
@@ -87,6 +88,19 @@ export function initialLanguage(): Language {
   return preferredLanguage(prefs) ?? DEFAULT_LANGUAGE;
 }
 
+// Whether the fallback language was needed (a key missing from the shown one): from then on it loads
+// along with the shown language's namespaces.
+let fallbackWanted = false;
+
+/** Loads the fallback language once a key turns out to be missing; the views then render again. */
+function wantFallback(): void {
+  if (fallbackWanted) return;
+  fallbackWanted = true;
+  void ensureLanguage(FALLBACK_LANGUAGE).catch(() => {
+    fallbackWanted = false;
+  });
+}
+
 export async function initI18n(lng: Language = initialLanguage()): Promise<typeof i18next> {
   const main = await catalogueOf(lng);
   const resources: Record<string, Record<string, Catalogue>> = { [lng]: main };
@@ -99,11 +113,14 @@ export async function initI18n(lng: Language = initialLanguage()): Promise<typeo
     defaultNS: 'common',
     interpolation: { escapeValue: false },
     returnNull: false,
+    // A key missing from the shown language (none today) asks for the fallback; until it has loaded
+    // the key shows as itself, then the views render again (react-i18next listens for "added").
+    saveMissing: true,
+    missingKeyHandler: () => wantFallback(),
+    react: { bindI18nStore: 'added' },
   });
   document.documentElement.lang = lng;
-  // Every key exists in every language (tests/unit/i18n-keys.test.ts), so the first render does not
-  // wait for the fallback; it follows, for a key a future catalogue might miss.
-  if (lng !== FALLBACK_LANGUAGE) void ensureLanguage(FALLBACK_LANGUAGE).catch(() => {});
+  if (lng === FALLBACK_LANGUAGE) fallbackWanted = true;
   return i18next;
 }
 
