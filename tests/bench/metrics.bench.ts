@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { buildApp } from '#server/app.ts';
 import { loadConfig } from '#server/config.ts';
 import { openStorage } from '#server/db/client.ts';
@@ -62,10 +63,14 @@ const measure = async () => {
 const cold = await measure();
 await new Promise((r) => setTimeout(r, 1000));
 const warm: Array<{ n: number; cpu: number; wall: number }> = [];
+// How long the event loop is held at a stretch while sampling (a keystroke arriving then waits).
+const held = monitorEventLoopDelay({ resolution: 1 });
+held.enable();
 for (let i = 0; i < ROUNDS; i++) {
   warm.push(await measure());
   await new Promise((r) => setTimeout(r, 1100));
 }
+held.disable();
 const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const warmCpu = avg(warm.map((r) => r.cpu));
 const warmWall = avg(warm.map((r) => r.wall));
@@ -84,6 +89,9 @@ console.log(
   `warm rounds (${ROUNDS}): ${warmCpu.toFixed(1)} ms CPU, ${warmWall.toFixed(1)} ms wall per round of ${warm[0]?.n} samples`,
 );
 console.log(`per board: ${((warmCpu / BOARDS) * 1000).toFixed(0)} µs CPU per sample`);
+console.log(
+  `event loop held during the warm rounds: longest ${(held.max / 1e6).toFixed(1)} ms, p99 ${(held.percentile(99) / 1e6).toFixed(1)} ms (1 ms resolution)`,
+);
 console.log(`amortised with each root walked every ~90 s: ${amortisedCpu.toFixed(1)} ms CPU per 5 s round`);
 console.log(
   `fraction of one core at one round every ${INTERVAL_MS / 1000} s: ${((amortisedCpu / INTERVAL_MS) * 100).toFixed(2)} %`,

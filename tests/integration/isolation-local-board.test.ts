@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DriverError, type PtyHandle } from '#server/boards/driver.ts';
 import { hostSupport } from '#server/boards/local/host-support.ts';
 import { LocalDriver } from '#server/boards/local/local-driver.ts';
+import { namespaceOf, pidsByNamespace } from '#server/boards/local/procfs.ts';
 import { UID_BASE } from '#server/boards/local/uid-slots.ts';
 import { localDriverOptions } from '#shared/boards.ts';
 
@@ -390,6 +391,58 @@ describe('a local board lives within its limits', () => {
     const wall = (Date.now() - t0 - 0) / 1000;
     // Unlimited, two loops on this 2-core machine would use close to 2 s per second.
     expect(used / wall).toBeLessThan(1.3);
+  });
+});
+
+describe('a local board’s processes, as its load graph counts them', () => {
+  let board: LocalDriver;
+  beforeAll(async () => {
+    board = makeBoard('members');
+    await board.start();
+  });
+  afterAll(async () => {
+    await board?.stop();
+  });
+
+  it('come from its own cgroup, and are those of its PID namespace', async () => {
+    enforced('pids', Boolean(host.cgroups.pids));
+    // A process the board's root started in the background, and one it moved to a new session.
+    const r = await sh(board, '(sleep 30 &) ; setsid sleep 31 < /dev/null > /dev/null 2>&1 & echo started');
+    expect(r.out).toContain('started');
+    const ns = (pid: number) => namespaceOf(pid);
+    await expect
+      .poll(() => {
+        const members = board.members();
+        const sleeps = members.filter((p) => {
+          try {
+            return fs.readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith('sleep\u000031');
+          } catch {
+            return false;
+          }
+        });
+        return sleeps.length;
+      })
+      .toBe(1);
+    const members = board.members();
+    expect(members.length).toBeGreaterThan(1);
+    // Every one is the board's (its PID namespace), and the namespace holds no process the cgroup misses.
+    const boardNs = ns(members[0]);
+    expect(boardNs).not.toBeNull();
+    expect(members.every((p) => ns(p) === boardNs || !fs.existsSync(`/proc/${p}`))).toBe(true);
+    const inNs = pidsByNamespace(0).get(boardNs!) ?? [];
+    expect(inNs.filter((p) => fs.existsSync(`/proc/${p}`) && !members.includes(p))).toEqual([]);
+    // The service's own process is never counted as the board's.
+    expect(members).not.toContain(process.pid);
+    // What the read costs against a scan of the host's processes (reported, not asserted).
+    const cost = (fn: () => unknown) => {
+      const t0 = performance.now();
+      for (let i = 0; i < 50; i++) fn();
+      return ((performance.now() - t0) / 50).toFixed(3);
+    };
+    console.log(
+      `board processes: ${members.length} of ${fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length} on the host; ` +
+        `from the cgroup ${cost(() => board.members())} ms, by scanning /proc ${cost(() => pidsByNamespace(0))} ms`,
+    );
   });
 });
 

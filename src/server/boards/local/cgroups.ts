@@ -116,6 +116,24 @@ export class BoardCgroups {
     }
   }
 
+  /**
+   * The board's processes, from its own cgroup (every process that enters the board joins it), or null
+   * without one. A read of the board's few entries, where the namespace scan reads every process of
+   * the host.
+   */
+  processes(): number[] | null {
+    const m = this.dirs.get('pids') ?? this.dirs.get('cpu') ?? this.dirs.get('memory');
+    if (!m) return null;
+    try {
+      const text = fs.readFileSync(path.join(m.dir, 'cgroup.procs'), 'latin1');
+      const out: number[] = [];
+      for (const line of text.split('\n')) if (line) out.push(Number(line));
+      return out;
+    } catch {
+      return null;
+    }
+  }
+
   /** Removes the board's cgroups once its processes are gone. */
   destroy(): void {
     for (const { dir } of this.dirs.values()) {
@@ -134,6 +152,7 @@ function enableV2(base: string): void {
   for (const dir of [parent, base]) {
     const have = fs.readFileSync(path.join(dir, 'cgroup.subtree_control'), 'utf8');
     const want = ['memory', 'pids', 'cpu'].filter((c) => !have.includes(c));
-    if (want.length) fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), want.map((c) => `+${c}`).join(' '));
+    if (want.length)
+      fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), want.map((c) => `+${c}`).join(' '));
   }
 }

@@ -285,7 +285,14 @@ export class BoardDisk {
 
   /** Free and total bytes of the board's file system (statfs of its mount point). */
   async usage(): Promise<{ used: number; total: number } | null> {
-    if (!this.init.loop || !isMountPoint(this.root)) return null;
+    if (!this.init.loop) return null;
+    // Mounted when the root is on another device than its parent: two stats, where reading the host's
+    // mount table for every board at every sample grew with the number of boards (and held the loop).
+    const [root, parent] = await Promise.all([
+      fs.promises.stat(this.root).catch(() => null),
+      fs.promises.stat(path.dirname(this.root)).catch(() => null),
+    ]);
+    if (!root || !parent || root.dev === parent.dev) return null;
     const s = await fs.promises.statfs(this.root);
     return { used: (s.blocks - s.bfree) * s.bsize, total: s.blocks * s.bsize };
   }

@@ -44,7 +44,7 @@ import {
 import { BoardDisk, isMountPoint } from './disk.ts';
 import { localFiles } from './files.ts';
 import { hostSupport } from './host-support.ts';
-import { cpuAndRss, diskUsage, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
+import { cpuAndRss, diskUsage, inTurn, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
 import { BoardPtyHost, ptyHostProgram } from './pty-host/pty-host.ts';
 import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
 import {
@@ -767,8 +767,19 @@ export class LocalDriver implements BoardDriver {
     return this.disk.bytes;
   }
 
-  private members(): number[] {
-    if (this.init.sandboxed) return this.nsKey ? (pidsByNamespace().get(this.nsKey) ?? []) : [];
+  /**
+   * The board's processes, those of its PID namespace. Where the board has a cgroup, its few entries
+   * are read (less the host-side launchers in it: bwrap's outer process, nsenter) instead of a scan
+   * of every process of the host.
+   */
+  members(): number[] {
+    if (this.init.sandboxed) {
+      const ns = this.nsKey;
+      if (!ns) return [];
+      return (
+        this.cgroups?.processes()?.filter((pid) => namespaceOf(pid) === ns) ?? pidsByNamespace().get(ns) ?? []
+      );
+    }
     const out: number[] = [];
     for (const name of fs.readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
@@ -786,8 +797,12 @@ export class LocalDriver implements BoardDriver {
 
   async sampleMetrics(): Promise<MetricsSample> {
     if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
-    const at = Date.now();
-    const { cpuSeconds, rssBytes } = cpuAndRss(this.members());
+    // The board's processes are read in a turn of their own (many boards are sampled at once).
+    const { at, cpuSeconds, rssBytes } = await inTurn(() => ({
+      at: Date.now(),
+      ...cpuAndRss(this.members()),
+    }));
+    if (!this.running) throw new DriverError('board.not_running', 'The board is not running');
     let cpuPercent = 0;
     if (this.lastCpu && at > this.lastCpu.at) {
       const used = Math.max(0, cpuSeconds - this.lastCpu.seconds);

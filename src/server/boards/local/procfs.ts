@@ -10,6 +10,30 @@ const SCAN_TTL_MS = 1000;
 
 let cache: { at: number; byNs: Map<string, number[]> } | null = null;
 
+let turn: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `fn` (synchronous reads of /proc) in a turn of the event loop of its own, after the ones
+ * queued before it: a round that samples many boards at once then holds the loop for one board at a
+ * time, and a keystroke that arrives meanwhile waits for one board's reads, not for every board's.
+ */
+export function inTurn<T>(fn: () => T): Promise<T> {
+  const run = turn.then(
+    () =>
+      new Promise<T>((resolve, reject) =>
+        setImmediate(() => {
+          try {
+            resolve(fn());
+          } catch (err) {
+            reject(err);
+          }
+        }),
+      ),
+  );
+  turn = run.catch(() => {});
+  return run;
+}
+
 /** Host pids grouped by PID namespace link (`pid:[4026532180]`). */
 export function pidsByNamespace(maxAgeMs = SCAN_TTL_MS): Map<string, number[]> {
   const now = Date.now();
