@@ -447,7 +447,6 @@ export class LeaseService {
     return { applyId, closedAt: toIso(a.closed_at) ?? now.toISOString() };
   }
 
-  /** `app.resolveApply`: the payload's applyId, else the ApplyAccess header; the caller's, open, lease live. */
   /**
    * On PostgreSQL, starts looking up the apply a call names while its token is being checked, so the
    * two queries overlap. PGlite runs one query at a time, so there it would only add one.
@@ -465,6 +464,10 @@ export class LeaseService {
     return { applyId, row };
   }
 
+  /**
+   * `app.resolveApply`: the payload's applyId, else the ApplyAccess header; the caller's, open, lease
+   * live. `early` is prefetchApply's lookup, used only when it names the same apply.
+   */
   async resolveApply(ctx: CallContext, input: unknown, early?: EarlyApply): Promise<ResolvedApply> {
     const applyId = applyIdOf(ctx.req.headers, input);
     if (!applyId) {
