@@ -19,6 +19,7 @@ const storageFree = [
   'sftp-stdio',
   'files-board-disk',
   'flash-crash',
+  'storage-pglite',
 ];
 if (process.env.DATABASE_URL) {
   steps.push([

@@ -9,12 +9,14 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
+import { PgliteStatements, withStatementCache } from './pglite-statements.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT>;
 
 /**
  * A statement built once per database and prepared there (PostgreSQL parses it once per connection):
- * for the queries every call makes. Keyed by the Db, since tests open many.
+ * for the queries every call makes. Keyed by the Db, since tests open many. On PGlite every query
+ * text is prepared once anyway, by the statement cache (pglite-statements.ts).
  */
 export function preparedPer<T>(build: (db: Db) => T): (db: Db) => T {
   const built = new WeakMap<Db, T>();
@@ -61,7 +63,7 @@ export async function openStorage(opts: StorageOptions): Promise<Storage> {
       exec: async (text) => {
         await pool.query(text);
       },
-      query: async <T,>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as T[],
+      query: async <T>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as T[],
       close: () => pool.end(),
       session: async (fn) => {
         const conn = await pool.connect();
@@ -70,7 +72,8 @@ export async function openStorage(opts: StorageOptions): Promise<Storage> {
             exec: async (text) => {
               await conn.query(text);
             },
-            query: async <T,>(text: string, params: unknown[] = []) => (await conn.query(text, params)).rows as T[],
+            query: async <T>(text: string, params: unknown[] = []) =>
+              (await conn.query(text, params)).rows as T[],
           });
         } finally {
           conn.release();
@@ -81,13 +84,14 @@ export async function openStorage(opts: StorageOptions): Promise<Storage> {
   if (opts.pgliteDir !== 'memory://') fs.mkdirSync(opts.pgliteDir, { recursive: true, mode: 0o700 });
   const client = opts.pgliteDir === 'memory://' ? new PGlite() : new PGlite(opts.pgliteDir);
   await client.waitReady;
+  const cached = withStatementCache(client, new PgliteStatements(client));
   const storage: Storage = {
-    db: drizzlePglite(client) as unknown as Db,
+    db: drizzlePglite(cached) as unknown as Db,
     kind: 'pglite',
     exec: async (text) => {
       await client.exec(text);
     },
-    query: async <T,>(text: string, params: unknown[] = []) => (await client.query<T>(text, params)).rows,
+    query: async <T>(text: string, params: unknown[] = []) => (await cached.query<T>(text, params)).rows,
     close: () => client.close(),
     session: (fn) => fn(storage),
   };
