@@ -2,7 +2,9 @@
 // compares with one measured elsewhere. Three probes, each after idle gaps of 0, 5, 50 and 200 ms:
 //   - touching memory: one write per 64-byte line of a 4 MiB and a 16 MiB buffer touched before;
 //   - a PGlite `select 1` (the embedded database every call of a default install goes through);
-//   - a one-byte round trip through a child process over pipes (`cat`), i.e. two process wake-ups.
+//   - a one-byte round trip through a child process over pipes (`cat`), i.e. two process wake-ups;
+//   - an HTTP GET with Node's fetch to a trivial `node:http` server in a child process, the floor
+//     under every call the harness and the console make.
 // A machine where the first two grow with the gap takes its memory back while a process sleeps (a
 // nested hypervisor's page tables, say); one where the third grows is slow to wake a sleeping CPU.
 // Both weigh more on a path with more processes and more memory per request than ttyd's.
@@ -60,6 +62,22 @@ function pingPong(): { once: () => Promise<void>; close: () => void } {
   };
 }
 
+/** A child process serving `ok` to every request; resolves with its port once it listens. */
+async function trivialServer(): Promise<{ url: string; close: () => void }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      "const s=require('node:http').createServer((q,r)=>r.end('ok')).listen(0,'127.0.0.1',()=>console.log(s.address().port))",
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const port = await new Promise<string>((resolve) =>
+    child.stdout.once('data', (d) => resolve(String(d).trim())),
+  );
+  return { url: `http://127.0.0.1:${port}/`, close: () => child.kill() };
+}
+
 const rows: [string, string[]][] = [];
 for (const mib of [4, 16]) {
   const touch = toucher(mib);
@@ -77,6 +95,12 @@ const pipe = pingPong();
 for (let i = 0; i < 200; i++) await pipe.once();
 rows.push(['pipe round trip (cat)', await afterGaps(pipe.once)]);
 pipe.close();
+
+const http = await trivialServer();
+const get = async () => (await fetch(http.url)).text();
+for (let i = 0; i < 200; i++) await get();
+rows.push(['HTTP GET, trivial server (fetch)', await afterGaps(get)]);
+http.close();
 
 console.log(`\nms after an idle gap, median / p90 of ${REPS} (node ${process.version})\n`);
 console.log(`| | ${GAPS.map((g) => `gap ${g} ms`).join(' | ')} |`);
