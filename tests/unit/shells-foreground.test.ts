@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { foregroundIn, type ProcStat, parseStat } from '#server/shells/foreground.ts';
+import { foregroundIn, foregroundOf, type ProcStat, parseStat } from '#server/shells/foreground.ts';
 
 describe('parseStat', () => {
   it.each([
@@ -100,5 +100,38 @@ describe('foregroundIn', () => {
       p(201, 'vim', 200, 201, 200, 34900, 201),
     ];
     expect(foregroundIn(table(...ps), 100)).toEqual({ busy: false });
+  });
+});
+
+describe('foregroundOf', () => {
+  it('reads /proc once more when the job started while it was read, so the job is named', async () => {
+    // The first table was listed before bash forked `sleep`, and read bash after it had given sleep its terminal.
+    const scans: boolean[] = [];
+    const tables = async (fresh: boolean) => {
+      scans.push(fresh);
+      return fresh
+        ? table(...chain(103), p(103, 'sleep', 102, 103, 102, BOARD_TTY, 103))
+        : table(...chain(103));
+    };
+    expect(await foregroundOf(100, tables)).toEqual({ busy: true, command: 'sleep' });
+    expect(scans).toEqual([false, true]);
+  });
+
+  it('reads once at a prompt or with the job named, and stays unnamed when the job is still not there', async () => {
+    const scans: boolean[] = [];
+    const seen = (ps: ProcStat[]) => async (fresh: boolean) => {
+      scans.push(fresh);
+      return table(...ps);
+    };
+    expect(await foregroundOf(100, seen(chain(102)))).toEqual({ busy: false });
+    expect(
+      await foregroundOf(100, seen([...chain(103), p(103, 'vim', 102, 103, 102, BOARD_TTY, 103)])),
+    ).toEqual({
+      busy: true,
+      command: 'vim',
+    });
+    expect(scans).toEqual([false, false]);
+    expect(await foregroundOf(100, seen(chain(103)))).toEqual({ busy: true, command: null });
+    expect(scans).toEqual([false, false, false, true]);
   });
 });

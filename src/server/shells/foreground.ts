@@ -111,9 +111,10 @@ async function scan(): Promise<Map<number, ProcStat>> {
   return table;
 }
 
-function processTable(): Promise<Map<number, ProcStat>> {
+/** The shared process table, scanned anew when the last is older than SCAN_REUSE_MS or when `fresh`. */
+function processTable(fresh = false): Promise<Map<number, ProcStat>> {
   const now = Date.now();
-  if (!current || now - current.at > SCAN_REUSE_MS) {
+  if (!current || fresh || now - current.at > SCAN_REUSE_MS) {
     const table = scan();
     current = { at: now, table };
     // A failed scan is not reused.
@@ -124,16 +125,27 @@ function processTable(): Promise<Map<number, ProcStat>> {
   return current.table;
 }
 
-/** The foreground state of the shell whose PTY child is host pid `root`; null when unknown. */
-export async function foregroundOf(root: number): Promise<Foreground | null> {
+/**
+ * The foreground state of the shell whose PTY child is host pid `root`; null when unknown. A job that
+ * started while /proc was being read can show as the shell's foreground with no process of its own in
+ * the table (its pid was not listed yet): then /proc is read once more, so the job is named.
+ */
+export async function foregroundOf(
+  root: number,
+  tables: (fresh: boolean) => Promise<ReadonlyMap<number, ProcStat>> = processTable,
+): Promise<Foreground | null> {
   if (!Number.isSafeInteger(root) || root <= 1) return null;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<null>((resolve) => {
     timer = setTimeout(() => resolve(null), SCAN_TIMEOUT_MS);
   });
   try {
-    const table = await Promise.race([processTable(), timeout]);
-    return table ? foregroundIn(table, root) : null;
+    const table = await Promise.race([tables(false), timeout]);
+    if (!table) return null;
+    const fg = foregroundIn(table, root);
+    if (!fg?.busy || fg.command !== null) return fg;
+    const again = await Promise.race([tables(true), timeout]);
+    return (again && foregroundIn(again, root)) || fg;
   } catch {
     return null;
   } finally {
