@@ -353,7 +353,10 @@ describe('flashing real local boards', () => {
       (await call(t.app, other, 'POST', '/api/device/cancel-flash-job', { jobId: jobs[0].jobId })).error,
     ).toBe('flash.job_unknown');
     const done = await Promise.all([held.a, held.b].map((d) => waitFinal(d)));
-    expect(done.map((d) => d.job.state)).toEqual(['SUCCESS', 'SUCCESS']);
+    expect(
+      done.map((d) => d.job.state),
+      JSON.stringify(done.map((d) => [d.job.errorKey, d.job.errorMessage])),
+    ).toEqual(['SUCCESS', 'SUCCESS']);
     expect(
       (await call(t.app, u, 'POST', '/api/device/cancel-flash-job', { jobId: jobs[0].jobId })).error,
     ).toBe('flash.not_cancellable');
