@@ -9,8 +9,11 @@ import { type PGlite, parse, protocol, type QueryOptions, type Results } from '@
 
 const { serialize } = protocol;
 
-/** SQLSTATE of "cached plan must not change result type": the statement's table changed shape. */
-const PLAN_CHANGED = '0A000';
+/** "cached plan must not change result type" (SQLSTATE 0A000): the statement's table changed shape. */
+function planChanged(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '0A000' && /cached plan/.test(e.message ?? '');
+}
 
 interface Statement {
   name: string;
@@ -62,7 +65,7 @@ export class PgliteStatements {
       try {
         messages = await this.#execute(await this.#statement(text), params, options);
       } catch (err) {
-        if ((err as { code?: string }).code !== PLAN_CHANGED) throw err;
+        if (!planChanged(err)) throw err;
         await this.#forget(text);
         messages = await this.#execute(await this.#statement(text), params, options);
       }
