@@ -459,10 +459,20 @@ export class LocalDriver implements BoardDriver {
     this.lastCpu = null;
     let osName = '';
     try {
-      // bwrap reports its pid before it has finished setting up; a board is up when a program runs in it.
+      // bwrap reports its pid before it has finished setting up: its first process starts in the
+      // host's root, moves to a bare tmpfs while it mounts the board's tree, and only then into the
+      // tree, every mount in place. So the board is up once that process's root is the board's root
+      // directory (same device and inode) and a program runs in it; a program alone can run in the
+      // host's root, and the next one then finds no /usr (a fresh-clone CI run caught that under load).
       const deadline = Date.now() + this.timeoutMs;
+      const root = this.init.sandboxed ? fs.statSync(this.rootDir) : null;
       for (;;) {
         try {
+          if (root) {
+            const now = fs.statSync(`/proc/${pid}/root`);
+            if (now.dev !== root.dev || now.ino !== root.ino)
+              throw new Error('the sandbox is still being set up');
+          }
           await this.runInBoard(['/usr/bin/true'], 'root', this.timeoutMs);
           break;
         } catch (err) {
