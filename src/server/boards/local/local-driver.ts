@@ -486,9 +486,9 @@ export class LocalDriver implements BoardDriver {
         await this.runInBoard(['/bin/sh', '-c', BOOT_SCRIPT, 'boot', this.hostname], 'root', this.timeoutMs);
       osName = await this.osName();
     } catch (err) {
-      child.kill('SIGKILL');
-      this.outer = null;
-      this.initPid = 0;
+      // The whole sandbox goes, as at a stop: killing only the launcher left the namespace's pid 1
+      // running, holding the board's tree (seen after a failed boot in CI: an orphaned bwrap).
+      await this.killSandbox();
       throw new DriverError(
         'driver.failed',
         `The board did not boot: ${stderr.trim() || (err as Error).message}`,
