@@ -20,18 +20,6 @@ interface Statement {
   paramTypes: number[];
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 export class PgliteStatements {
   readonly #client: PGlite;
   readonly #max: number;
@@ -90,7 +78,11 @@ export class PgliteStatements {
     let described: Awaited<ReturnType<PGlite['execProtocolStream']>>;
     try {
       described = await this.#client.execProtocolStream(
-        concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+        Buffer.concat([
+          serialize.parse({ name, text }),
+          serialize.describe({ type: 'S', name }),
+          serialize.sync(),
+        ]),
         { syncToFs: false },
       );
     } catch (err) {
@@ -116,7 +108,7 @@ export class PgliteStatements {
       return ser ? ser(p) : String(p);
     });
     return c.execProtocolStream(
-      concat([
+      Buffer.concat([
         serialize.bind({ statement: st.name, values }),
         serialize.describe({ type: 'P' }),
         serialize.execute({}),
@@ -134,9 +126,12 @@ export class PgliteStatements {
   }
 
   async #close(name: string): Promise<void> {
-    await this.#client.execProtocolStream(concat([serialize.close({ type: 'S', name }), serialize.sync()]), {
-      syncToFs: false,
-    });
+    await this.#client.execProtocolStream(
+      Buffer.concat([serialize.close({ type: 'S', name }), serialize.sync()]),
+      {
+        syncToFs: false,
+      },
+    );
   }
 }
 
