@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 /* Service -> host (protocol.ts ToHost). */
-enum { TO_OPEN = 1, TO_INPUT = 2, TO_RESIZE = 3, TO_PAUSE = 4, TO_RESUME = 5, TO_SIGNAL = 6 };
+enum { TO_OPEN = 1, TO_INPUT = 2, TO_RESIZE = 3, TO_PAUSE = 4, TO_RESUME = 5, TO_SIGNAL = 6, TO_OPEN_PTS = 7 };
 /* Host -> service (protocol.ts FromHost). */
 enum { FROM_READY = 0, FROM_OPENED = 1, FROM_DATA = 2, FROM_EXIT = 3, FROM_FAILED = 4 };
 
@@ -236,9 +236,15 @@ static void fail_open(uint32_t id, const char *what, int err) {
 
 /*
  * open: u16 cols, u16 rows, u16 argc, u16 envc, then NUL-terminated strings: cwd, argv[argc],
- * env[envc] ("NAME=value").
+ * env[envc] ("NAME=value"). open_pts: u32 terminal number, then the same.
  */
-static void open_term(uint32_t id, unsigned char *p, size_t len) {
+static void open_term(int type, uint32_t id, unsigned char *p, size_t len) {
+  uint32_t pts = 0;
+  if (type == TO_OPEN_PTS) {
+    if (len < 4) die(3);
+    pts = get32(p);
+    p += 4, len -= 4;
+  }
   if (len < 8 || find(id)) die(3);
   uint16_t cols = get16(p), rows = get16(p + 2), argc = get16(p + 4), envc = get16(p + 6);
   if (argc < 1 || argc > MAX_ARGS || envc > MAX_ENV || cols < 1 || rows < 1) die(3);
@@ -259,30 +265,40 @@ static void open_term(uint32_t id, unsigned char *p, size_t len) {
   envp[envc] = NULL;
   const char *cwd = strs[0];
 
-  int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
-  if (m < 0) return fail_open(id, "open /dev/ptmx", errno);
-  if (grantpt(m) < 0 || unlockpt(m) < 0) {
-    int e = errno;
-    close(m);
-    return fail_open(id, "unlockpt", e);
-  }
-  int s_fd = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (s_fd < 0) {
-    char name[64];
-    if (ptsname_r(m, name, sizeof name) == 0) s_fd = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  }
-  if (s_fd < 0) {
-    int e = errno;
-    close(m);
-    return fail_open(id, "open the terminal", e);
+  int m = -1, s_fd;
+  if (type == TO_OPEN_PTS) {
+    /* A terminal the service opened in this board's devpts and holds the master of: only the
+       program's end is ours. */
+    char name[32];
+    snprintf(name, sizeof name, "/dev/pts/%u", pts);
+    s_fd = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s_fd < 0) return fail_open(id, "open the terminal", errno);
+  } else {
+    m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    if (m < 0) return fail_open(id, "open /dev/ptmx", errno);
+    if (grantpt(m) < 0 || unlockpt(m) < 0) {
+      int e = errno;
+      close(m);
+      return fail_open(id, "unlockpt", e);
+    }
+    s_fd = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s_fd < 0) {
+      char name[64];
+      if (ptsname_r(m, name, sizeof name) == 0) s_fd = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    }
+    if (s_fd < 0) {
+      int e = errno;
+      close(m);
+      return fail_open(id, "open the terminal", e);
+    }
+    struct winsize ws = {.ws_row = rows, .ws_col = cols};
+    ioctl(m, TIOCSWINSZ, &ws);
   }
   struct termios tio;
   if (tcgetattr(s_fd, &tio) == 0) {
     tio.c_iflag |= IUTF8;
     tcsetattr(s_fd, TCSANOW, &tio);
   }
-  struct winsize ws = {.ws_row = rows, .ws_col = cols};
-  ioctl(m, TIOCSWINSZ, &ws);
   pid_t pid = fork();
   if (pid == 0) {
     /* The program: a session of its own on the terminal, signals as a fresh process has them (an
@@ -305,7 +321,7 @@ static void open_term(uint32_t id, unsigned char *p, size_t len) {
   int e = errno;
   close(s_fd);
   if (pid < 0) {
-    close(m);
+    if (m >= 0) close(m);
     return fail_open(id, "fork", e);
   }
   struct term *t = calloc(1, sizeof *t);
@@ -315,14 +331,16 @@ static void open_term(uint32_t id, unsigned char *p, size_t len) {
   t->fd = m;
   t->next = terms;
   terms = t;
-  watch(m, t, 0, EPOLL_CTL_ADD);
+  /* Without a master here there is nothing to read: the end goes out when the program ends. */
+  if (m < 0) t->closed = 1;
+  else watch(m, t, 0, EPOLL_CTL_ADD);
   unsigned char pidb[4] = {(unsigned char)(pid >> 24), (unsigned char)(pid >> 16), (unsigned char)(pid >> 8), (unsigned char)pid};
   send_frame(FROM_OPENED, id, pidb, 4);
   want(t);
 }
 
 static void on_frame(int type, uint32_t id, unsigned char *p, size_t len) {
-  if (type == TO_OPEN) return open_term(id, p, len);
+  if (type == TO_OPEN || type == TO_OPEN_PTS) return open_term(type, id, p, len);
   struct term *t = find(id);
   if (type < TO_INPUT || type > TO_SIGNAL) die(3);
   if (!t) return;
@@ -444,7 +462,15 @@ int main(void) {
   watch(0, &tag_in, EPOLLIN, EPOLL_CTL_ADD);
   watch(1, &tag_out, 0, EPOLL_CTL_ADD);
   watch(sigfd, &tag_sig, EPOLLIN, EPOLL_CTL_ADD);
-  send_frame(FROM_READY, 0, NULL, 0);
+  /* A path-only handle on the board's ptmx, kept: the service makes its terminals through it (ctl.c)
+     and holds their masters itself. Said in the ready frame; without it, shells go through here. */
+  int ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
+  if (ptmx >= 0) {
+    unsigned char fdb[4] = {(unsigned char)(ptmx >> 24), (unsigned char)(ptmx >> 16), (unsigned char)(ptmx >> 8), (unsigned char)ptmx};
+    send_frame(FROM_READY, 0, fdb, 4);
+  } else {
+    send_frame(FROM_READY, 0, NULL, 0);
+  }
 
   struct epoll_event evs[64];
   for (;;) {

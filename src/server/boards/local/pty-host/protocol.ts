@@ -21,11 +21,19 @@ export const ToHost = {
   resume: 5,
   /** The signal's name, "SIGHUP" or "SIGKILL", sent to the program (its login shell). */
   signal: 6,
+  /**
+   * Start a program on a terminal the service made in the board's devpts and holds the master of
+   * (ctl.c): u32 its number, then the payload of `open`. Its bytes never pass through the host.
+   */
+  openPts: 7,
 } as const;
 
 /** Host → service. */
 export const FromHost = {
-  /** The host is up and takes frames (id 0). */
+  /**
+   * The host is up and takes frames (id 0). Payload: nothing, or u32 the number of its descriptor
+   * holding the board's /dev/pts/ptmx (a path-only handle), for the service to make terminals through.
+   */
   ready: 0,
   /** u32: the program's pid inside the board. */
   opened: 1,
@@ -34,6 +42,15 @@ export const FromHost = {
   exit: 3,
   /** UTF-8 text: the program could not be started. */
   failed: 4,
+} as const;
+
+/** Terminal helper (ctl.c) → service, on its descriptor 4: output it read for the service. */
+export const FromCtl = {
+  data: 2,
+  /** It stopped reading that terminal (quiet, or asked to): the service reads it again. */
+  released: 5,
+  /** It read the terminal's end. */
+  ended: 6,
 } as const;
 
 export const HEADER = 9;

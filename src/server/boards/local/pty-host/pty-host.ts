@@ -7,17 +7,14 @@
 // is bounded (FrameReader), its type and shell id checked, and a host that breaks the protocol, ignores
 // flow control or stops reading its input is killed; its shells end, and the next open starts a new one.
 // A board's shells never see another board's: each board has its own host and pipe.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { promisify } from 'node:util';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import tty from 'node:tty';
 import { DriverError, type PtyHandle, type PtySize } from '../../driver.ts';
 import { withTimeout } from '../../util.ts';
-import { type Frame, FrameReader, FromHost, frame, MAX_FRAME, ToHost } from './protocol.ts';
-
-const run = promisify(execFile);
+import { compileProgram } from './compile.ts';
+import { type PtyCtl, ptyCtl } from './ctl.ts';
+import { type Frame, FrameReader, FromCtl, FromHost, frame, MAX_FRAME, ToHost } from './protocol.ts';
 
 /** Input is cut into frames of at most this many bytes. */
 const INPUT_SLICE = 64 * 1024;
@@ -25,6 +22,21 @@ const INPUT_SLICE = 64 * 1024;
 const PAUSED_SLACK = 1024 * 1024;
 /** Input the host may leave unread before it is taken for stuck and killed. */
 const MAX_UNREAD_INPUT = 8 * 1024 * 1024;
+/** After the program ended, how long its terminal may stay open (a background job holding it); as host.c. */
+const DRAIN_MS = 200;
+/**
+ * Output of a held terminal comes a kernel buffer (4 KiB) per read: it is handed on in chunks of up to
+ * this, as the host gathers it (the session's work per chunk is what a flood costs).
+ */
+const GATHER = 64 * 1024;
+/**
+ * A read that fills the terminal's line buffer (4 KiB) means more output is coming: it is held for the
+ * next reads (a flood then costs the session one chunk per GATHER, not per 4 KiB), this long at most.
+ */
+const FULL_READ = 4095;
+const FLOOD_WAIT_MS = 1;
+/** A terminal whose input is full is tried again this often. */
+const INPUT_RETRY_MS = 2;
 
 let program: Promise<number> | undefined;
 
@@ -34,27 +46,8 @@ let program: Promise<number> | undefined;
  * the service's is on a path inside a board. Rejects with the compiler's message when it cannot build.
  */
 export function ptyHostProgram(): Promise<number> {
-  program ??= compileHost();
+  program ??= compileProgram('host.c', 'bianbu-pty-host', 'the PTY host');
   return program;
-}
-
-async function compileHost(): Promise<number> {
-  const src = path.join(path.dirname(fileURLToPath(import.meta.url)), 'host.c');
-  // A directory of the service's own (0700), removed once the program is open.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-pty-host-'));
-  try {
-    const bin = path.join(dir, 'bianbu-pty-host');
-    await run(process.env.CC || 'cc', ['-O2', '-o', bin, src], { timeout: 120_000, encoding: 'utf8' }).catch(
-      (err: Error & { stderr?: string }) => {
-        throw new Error(`cannot compile the PTY host: ${(err.stderr || err.message).trim().slice(-500)}`);
-      },
-    );
-    // A board's root is an unprivileged uid on the host: it runs the program as "other".
-    fs.chmodSync(bin, 0o755);
-    return fs.openSync(bin, 'r');
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 /** The open frame's payload: u16 cols, rows, argc, envc; then cwd, argv and env as NUL-ended strings. */
@@ -78,6 +71,10 @@ export function openPayload(spec: OpenSpec): Buffer {
   return Buffer.concat([head, body]);
 }
 
+function clampSize(s: PtySize): PtySize {
+  return { cols: Math.min(0xffff, Math.max(1, s.cols)), rows: Math.min(0xffff, Math.max(1, s.rows)) };
+}
+
 export interface PtyHostOptions {
   /** argv that enters the board as its root with descriptor 3 kept; the program's path follows. */
   launch: () => { file: string; args: string[] };
@@ -94,6 +91,43 @@ export interface OpenSpec {
 }
 
 type Listener<T> = (v: T) => void;
+
+/**
+ * A terminal whose master the service holds itself (opened through ctl.c, in the board's devpts): its
+ * output is read and its input written here, with no process of the board's in between.
+ */
+interface Master {
+  fd: number;
+  stream: tty.ReadStream;
+  /** Input the terminal has not taken yet, and its bytes. */
+  queue: Buffer[];
+  queued: number;
+  retry: NodeJS.Timeout | null;
+  /** The terminal read its end (every process of it closed it). */
+  done: boolean;
+  /** Helper calls on this descriptor still under way: it is closed only after them. */
+  calls: Promise<unknown>;
+  /** Output read and not handed on yet (see GATHER), and when it goes. */
+  gathered: Buffer[];
+  gatheredBytes: number;
+  soon: NodeJS.Immediate | null;
+  flood: NodeJS.Timeout | null;
+  flush?: () => void;
+  /** Who reads it: the service, or (during a flood) the terminal helper under `reader`. */
+  mode: 'self' | 'ctl';
+  reader: number;
+  ended?: () => void;
+}
+
+/** Stops reading a stream's handle now (not only its events), so another may read the terminal. */
+function stopReading(stream: tty.ReadStream): void {
+  stream.pause();
+  const h = (stream as unknown as { _handle?: { reading?: boolean; readStop?: () => number } })._handle;
+  if (h?.reading && h.readStop) {
+    h.reading = false;
+    h.readStop();
+  }
+}
 
 class HostShell implements PtyHandle {
   private readonly dataListeners = new Set<Listener<Buffer>>();
@@ -131,10 +165,146 @@ class HostShell implements PtyHandle {
     for (const l of this.dataListeners) l(b);
   }
 
+  private master: Master | null = null;
+  private exitedWith: { exitCode: number | null; reason?: string } | null = null;
+  private drain: NodeJS.Timeout | null = null;
+
+  get direct(): boolean {
+    return this.master !== null;
+  }
+
+  /** Reads and writes the terminal's master `fd` from now on (the program is started on it). */
+  attachMaster(fd: number): void {
+    const stream = new tty.ReadStream(fd);
+    const m: Master = {
+      fd,
+      stream,
+      queue: [],
+      queued: 0,
+      retry: null,
+      done: false,
+      calls: Promise.resolve(),
+      gathered: [],
+      gatheredBytes: 0,
+      soon: null,
+      flood: null,
+      mode: 'self',
+      reader: 0,
+    };
+    this.master = m;
+    const flush = () => {
+      if (m.soon) clearImmediate(m.soon);
+      if (m.flood) clearTimeout(m.flood);
+      m.soon = m.flood = null;
+      if (!m.gatheredBytes) return;
+      const out = m.gathered.length === 1 ? m.gathered[0] : Buffer.concat(m.gathered, m.gatheredBytes);
+      m.gathered = [];
+      m.gatheredBytes = 0;
+      this.data(out);
+    };
+    m.flush = flush;
+    stream.on('data', (b: Buffer) => {
+      m.gathered.push(b);
+      m.gatheredBytes += b.length;
+      if (m.gatheredBytes >= GATHER) return flush();
+      // A read short of a full line buffer is the end of what the program wrote for now: out at the
+      // end of this turn. A full one means more is coming (a flood): the terminal helper reads it from
+      // here, beside the service, until it is quiet again.
+      if (b.length < FULL_READ) m.soon ??= setImmediate(flush);
+      else if (!this.handOff(m)) m.flood ??= setTimeout(flush, FLOOD_WAIT_MS);
+    });
+    // EIO once every process of the terminal has closed it: the end of the output.
+    const done = () => {
+      if (m.done) return;
+      m.done = true;
+      if (this.exitedWith) this.end(this.exitedWith);
+    };
+    m.ended = done;
+    stream.on('error', done);
+    stream.on('end', done);
+    stream.on('close', done);
+    if (this.paused) stream.pause();
+  }
+
+  /**
+   * Gives the reading of a flooding terminal to the terminal helper (ctl.c): one reader at a time, so
+   * the service stops its own first and hands on what it read. False when it keeps reading itself.
+   */
+  private handOff(m: Master): boolean {
+    const ctl = this.host.ctl;
+    if (!ctl || m.mode !== 'self' || this.paused || this.ended) return false;
+    stopReading(m.stream);
+    if (m.stream.readableLength > 0) {
+      m.stream.resume(); // a read already waits in the stream: it stays the reader, in order
+      return false;
+    }
+    m.flush?.();
+    m.mode = 'ctl';
+    const id = ctl.listen((f) => this.fromCtl(m, id, f));
+    m.reader = id;
+    this.masterCall((fd) =>
+      ctl
+        .request(`read ${id} ${fd}`)
+        .catch(() => this.fromCtl(m, id, { type: FromCtl.released, id, payload: Buffer.alloc(0) })),
+    );
+    return true;
+  }
+
+  private fromCtl(m: Master, id: number, f: Frame): void {
+    if (m.reader !== id) return;
+    if (f.type === FromCtl.data) {
+      if (!this.ended) this.data(f.payload);
+      return;
+    }
+    this.host.ctl?.unlisten(id);
+    m.mode = 'self';
+    m.reader = 0;
+    if (f.type === FromCtl.ended) m.ended?.();
+    else if (!this.ended && !this.paused) m.stream.resume();
+  }
+
+  private ctlCall(line: string): void {
+    const ctl = this.host.ctl;
+    if (ctl) this.masterCall(() => ctl.request(line));
+  }
+
+  /** A helper call on the master (resize), which keeps it open until it is done. */
+  masterCall(fn: (fd: number) => Promise<unknown>): void {
+    const m = this.master;
+    if (!m || this.ended) return;
+    m.calls = m.calls.then(() => fn(m.fd)).catch(() => {});
+  }
+
+  /** The program ended (the host reaped it): the end once its terminal's output is read, or soon. */
+  exited(info: { exitCode: number | null; reason?: string }): void {
+    const m = this.master;
+    if (!m || m.done) return this.end(info);
+    this.exitedWith = info;
+    this.drain ??= setTimeout(() => this.end(info), DRAIN_MS);
+  }
+
   end(info: { exitCode: number | null; reason?: string }): void {
     if (this.ended) return;
+    const m = this.master;
+    m?.flush?.(); // what was read before the end goes out before it
     this.ended = true;
     this.endedWith = info;
+    if (m) {
+      if (this.drain) clearTimeout(this.drain);
+      if (m.retry) clearTimeout(m.retry);
+      m.queue = [];
+      m.stream.pause();
+      if (m.mode === 'ctl') {
+        // The helper's copy of the master goes first, or closing ours would not hang the terminal up.
+        const id = m.reader;
+        const ctl = this.host.ctl;
+        m.reader = 0;
+        if (ctl) m.calls = m.calls.then(() => ctl.request(`unread ${id}`)).finally(() => ctl.unlisten(id));
+      }
+      // Closing the master hangs up what still holds the terminal; not before a helper call on it is
+      // done, so its number is not reused under that call.
+      void m.calls.catch(() => {}).then(() => m.stream.destroy());
+    }
     if (this.early) return;
     for (const l of this.exitListeners) l(info);
     this.dataListeners.clear();
@@ -144,12 +314,51 @@ class HostShell implements PtyHandle {
   write(d: string | Buffer): void {
     if (this.ended) return;
     const b = typeof d === 'string' ? Buffer.from(d) : d;
+    const m = this.master;
+    if (m) {
+      if (m.queued + b.length > MAX_UNREAD_INPUT) return; // the program takes no input: dropped
+      m.queue.push(b);
+      m.queued += b.length;
+      if (!m.retry) this.writeMaster(m);
+      return;
+    }
     for (let at = 0; at < b.length; at += INPUT_SLICE)
       this.host.send(ToHost.input, this.id, b.subarray(at, at + INPUT_SLICE));
   }
 
+  /** Writes what the terminal takes now (one system call for a keystroke); the rest a little later. */
+  private writeMaster(m: Master): void {
+    m.retry = null;
+    while (m.queue.length && !this.ended) {
+      const b = m.queue[0];
+      let n: number;
+      try {
+        n = fs.writeSync(m.fd, b);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
+          m.queue = []; // the terminal is going away; its input with it
+          m.queued = 0;
+          return;
+        }
+        n = 0;
+      }
+      m.queued -= n;
+      if (n < b.length) {
+        m.queue[0] = b.subarray(n);
+        m.retry = setTimeout(() => this.writeMaster(m), INPUT_RETRY_MS);
+        return;
+      }
+      m.queue.shift();
+    }
+  }
+
   resize(s: PtySize): void {
     if (this.ended) return;
+    if (this.master) {
+      const { cols, rows } = clampSize(s);
+      this.masterCall((fd) => this.host.ctlCall(`size ${fd} ${cols} ${rows}`));
+      return;
+    }
     const p = Buffer.allocUnsafe(4);
     p.writeUInt16BE(Math.min(0xffff, Math.max(1, s.cols)), 0);
     p.writeUInt16BE(Math.min(0xffff, Math.max(1, s.rows)), 2);
@@ -189,12 +398,22 @@ class HostShell implements PtyHandle {
     if (this.ended || this.paused) return;
     this.paused = true;
     this.sincePause = 0;
-    this.host.send(ToHost.pause, this.id);
+    const m = this.master;
+    // In order with the "read" request it follows (a resize may be queued before it).
+    if (m?.mode === 'ctl') this.ctlCall(`pause ${m.reader}`);
+    else if (m) m.stream.pause();
+    else this.host.send(ToHost.pause, this.id);
   }
 
   resume(): void {
     if (this.ended || !this.paused) return;
     this.paused = false;
+    const m = this.master;
+    if (m) {
+      if (m.mode === 'ctl') this.ctlCall(`resume ${m.reader}`);
+      else m.stream.resume();
+      return;
+    }
     this.host.send(ToHost.resume, this.id);
     this.host.shellResumed();
   }
@@ -211,8 +430,24 @@ export class BoardPtyHost {
   private readonly opening = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   private nextId = 1;
   private held = false;
+  /**
+   * The board's ptmx, held by the service's terminal helper (ctl.c) for this host: terminals are made
+   * through it and their masters held here. Null when the host offered none or it was not one: then
+   * every shell's bytes go through the host.
+   */
+  private ptmx: { ctl: PtyCtl; held: number; uid: number; gid: number } | null = null;
 
   constructor(private readonly opts: PtyHostOptions) {}
+
+  /** Whether shells of this host are read by the service itself (no relay through the board). */
+  get direct(): boolean {
+    return this.ptmx !== null;
+  }
+
+  /** The terminal helper, while it runs. */
+  get ctl(): PtyCtl | null {
+    return this.ptmx?.ctl.alive ? this.ptmx.ctl : null;
+  }
 
   /** Opens `spec.argv` on a new terminal of the board. */
   async open(spec: OpenSpec): Promise<PtyHandle> {
@@ -220,12 +455,24 @@ export class BoardPtyHost {
     const child = await this.start();
     const id = this.nextId++;
     if (this.nextId > 0xffffffff) this.nextId = 1;
+    const master = await this.openMaster(spec.size);
+    if (this.child !== child) {
+      // The host ended meanwhile: the terminal was made through its ptmx, so start over.
+      if (master) fs.closeSync(master.fd);
+      return this.open(spec);
+    }
     const shell = new HostShell(this, id);
     this.shells.set(id, shell);
     const opened = new Promise<void>((resolve, reject) => {
       this.opening.set(id, { resolve, reject });
     });
-    this.send(ToHost.open, id, payload);
+    if (master) {
+      const pts = Buffer.allocUnsafe(4);
+      pts.writeUInt32BE(master.pts, 0);
+      this.send(ToHost.openPts, id, Buffer.concat([pts, payload]));
+    } else {
+      this.send(ToHost.open, id, payload);
+    }
     try {
       await withTimeout(opened, this.opts.timeoutMs, 'terminal open', undefined, () => {
         return new DriverError('driver.failed', 'The board did not open a terminal in time');
@@ -233,10 +480,64 @@ export class BoardPtyHost {
     } catch (err) {
       this.opening.delete(id);
       this.shells.delete(id);
+      if (master) fs.closeSync(master.fd);
       if (this.child === child) this.send(ToHost.signal, id, Buffer.from('SIGKILL'));
       throw err;
     }
+    // Read once the program holds the terminal: before, the helper's closing of it reads as its end.
+    if (master) shell.attachMaster(master.fd);
     return shell;
+  }
+
+  /**
+   * A new terminal in the board's devpts whose master only the service holds (ctl.c): its number and
+   * the master. Null when this host has no ptmx or the helper fails (the shell is relayed instead).
+   */
+  private async openMaster(size: PtySize): Promise<{ fd: number; pts: number } | null> {
+    const p = this.ptmx;
+    if (!p?.ctl.alive) return null;
+    let fd = -1;
+    try {
+      const { O_RDWR, O_NOCTTY, O_NONBLOCK } = fs.constants;
+      fd = fs.openSync(`/proc/${p.ctl.pid}/fd/${p.held}`, O_RDWR | O_NOCTTY | O_NONBLOCK);
+      const { cols, rows } = clampSize(size);
+      const [n] = await p.ctl.request(`pty ${fd} ${cols} ${rows} ${p.uid} ${p.gid}`);
+      const pts = Number(n);
+      if (!Number.isSafeInteger(pts) || pts < 0 || pts > 0xffffffff) throw new Error(`terminal number ${n}`);
+      return { fd, pts };
+    } catch (err) {
+      if (fd >= 0) fs.closeSync(fd);
+      this.opts.log?.('a shell is relayed by the PTY host: its terminal could not be made here', {
+        why: (err as Error).message,
+      });
+      return null;
+    }
+  }
+
+  /** One request to the terminal helper of this host's ptmx; rejects when there is none. */
+  ctlCall(line: string): Promise<string[]> {
+    return this.ptmx ? this.ptmx.ctl.request(line) : Promise.reject(new Error('no terminal helper'));
+  }
+
+  /**
+   * Takes the host's ptmx handle (descriptor `fd` of the host, the entry's child) into the terminal
+   * helper, which checks that it is a devpts ptmx. Null, and shells relayed, when anything fails.
+   */
+  private async takePtmx(child: ChildProcess, fd: number): Promise<BoardPtyHost['ptmx']> {
+    const entry = child.pid;
+    if (!entry) return null;
+    try {
+      const ctl = await ptyCtl();
+      const kids = fs.readFileSync(`/proc/${entry}/task/${entry}/children`, 'latin1').trim().split(/\s+/);
+      if (kids.length !== 1 || !/^\d+$/.test(kids[0]))
+        throw new Error(`the entry has ${kids.length} children`);
+      const [held, uid, gid] = (await ctl.request(`ptmx ${kids[0]} ${entry} ${fd}`)).map(Number);
+      if (![held, uid, gid].every(Number.isSafeInteger)) throw new Error('the helper answered nonsense');
+      return { ctl, held, uid, gid };
+    } catch (err) {
+      this.opts.log?.("shells are relayed by the board's PTY host", { why: (err as Error).message });
+      return null;
+    }
   }
 
   /** Ends the host (its shells end with it). */
@@ -317,10 +618,13 @@ export class BoardPtyHost {
     });
     child.stdin?.on('error', () => {});
     const reader = new FrameReader(undefined, new Set([FromHost.data]));
+    let ptmxFd = -1;
     const ready = new Promise<void>((resolve, reject) => {
       const onFrame = (f: Frame) => {
-        if (f.type === FromHost.ready && f.id === 0) resolve();
-        else this.onFrame(child, f);
+        if (f.type === FromHost.ready && f.id === 0) {
+          if (f.payload.length === 4) ptmxFd = f.payload.readUInt32BE(0);
+          resolve();
+        } else this.onFrame(child, f);
       };
       child.stdout?.on('data', (chunk: Buffer) => {
         try {
@@ -351,6 +655,7 @@ export class BoardPtyHost {
       throw err;
     });
     this.child = child;
+    this.ptmx = ptmxFd >= 0 ? await this.takePtmx(child, ptmxFd) : null;
     return child;
   }
 
@@ -359,6 +664,7 @@ export class BoardPtyHost {
     const shell = this.shells.get(f.id);
     switch (f.type) {
       case FromHost.data:
+        if (shell?.direct) return this.kill('output for a terminal the service reads itself', child);
         if (!shell || shell.ended) return;
         if (shell.paused) {
           shell.sincePause += f.payload.length;
@@ -400,7 +706,7 @@ export class BoardPtyHost {
         this.shells.delete(f.id);
         const code = Number.isSafeInteger(info.code) ? (info.code as number) : null;
         const signal = Number.isSafeInteger(info.signal) && info.signal ? (info.signal as number) : 0;
-        shell.end({ exitCode: code, reason: signal ? `signal ${signal}` : undefined });
+        shell.exited({ exitCode: code, reason: signal ? `signal ${signal}` : undefined });
         this.shellResumed();
         return;
       }
@@ -419,6 +725,8 @@ export class BoardPtyHost {
     if (this.child !== child) return;
     this.child = null;
     this.held = false;
+    if (this.ptmx) void this.ptmx.ctl.request(`drop ${this.ptmx.held}`).catch(() => {});
+    this.ptmx = null;
     for (const [id, w] of this.opening) {
       w.reject(new DriverError('driver.failed', 'The board ended its PTY host'));
       this.opening.delete(id);
