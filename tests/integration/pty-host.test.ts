@@ -13,25 +13,34 @@ import { LocalDriver } from '#server/boards/local/local-driver.ts';
 import { BoardPtyHost } from '#server/boards/local/pty-host/pty-host.ts';
 import { localDriverOptions } from '#shared/boards.ts';
 
-/** A host that answers "ready", and on an open frame says it opened, then misbehaves as `mode` says. */
-const fakeHost = (mode: 'oversize' | 'unknown' | 'flood' | 'silent' | 'stranger') => `
+/**
+ * A host that answers "ready", and on an open frame says it opened, then misbehaves as `mode` says.
+ * `ptmx` is a file its ready frame offers as the board's ptmx (a descriptor it opens).
+ */
+const fakeHost = (mode: 'oversize' | 'unknown' | 'flood' | 'silent' | 'stranger' | 'liar', ptmx?: string) => `
 const out = process.stdout;
 const f = (type, id, payload = Buffer.alloc(0), length = payload.length) => {
   const h = Buffer.alloc(9); h.writeUInt8(type, 0); h.writeUInt32BE(id, 1); h.writeUInt32BE(length, 5);
   return Buffer.concat([h, payload]);
 };
-out.write(f(0, 0));
+const offer = ${JSON.stringify(ptmx ?? null)};
+if (offer) {
+  const fd = Buffer.alloc(4); fd.writeUInt32BE(require('fs').openSync(offer, require('fs').constants.O_PATH), 0);
+  out.write(f(0, 0, fd));
+} else out.write(f(0, 0));
 let buf = Buffer.alloc(0);
 process.stdin.on('data', (c) => {
   buf = Buffer.concat([buf, c]);
   while (buf.length >= 9 && buf.length >= 9 + buf.readUInt32BE(5)) {
     const type = buf.readUInt8(0), id = buf.readUInt32BE(1);
     buf = buf.subarray(9 + buf.readUInt32BE(5));
-    if (type !== 1 || ${JSON.stringify(mode)} === 'silent') continue;
+    if ((type !== 1 && type !== 7) || ${JSON.stringify(mode)} === 'silent') continue;
+    console.error('opened with frame type ' + type);
     const pid = Buffer.alloc(4); pid.writeUInt32BE(4242, 0);
     out.write(f(1, id, pid));
     if (${JSON.stringify(mode)} === 'oversize') out.write(f(2, id, Buffer.alloc(0), 0x7fffffff));
     if (${JSON.stringify(mode)} === 'unknown') out.write(f(99, id, Buffer.from('?')));
+    if (${JSON.stringify(mode)} === 'liar') out.write(f(2, id, Buffer.from('typed by the board')));
     if (${JSON.stringify(mode)} === 'stranger') { out.write(f(2, id + 1000, Buffer.from('not yours'))); out.write(f(3, id + 1000, Buffer.from('{"code":0}'))); out.write(f(2, id, Buffer.from('mine'))); }
     if (${JSON.stringify(mode)} === 'flood') {
       const chunk = f(2, id, Buffer.alloc(64 * 1024, 0x61));
@@ -43,10 +52,14 @@ process.stdin.on('data', (c) => {
 setInterval(() => {}, 1000);
 `;
 
-function hostOf(mode: Parameters<typeof fakeHost>[0], log: string[] = []): BoardPtyHost {
+function hostOf(mode: Parameters<typeof fakeHost>[0], log: string[] = [], ptmx?: string): BoardPtyHost {
   return new BoardPtyHost({
-    // What follows the fake script (the real host's path) is ignored by it.
-    launch: () => ({ file: process.execPath, args: ['-e', fakeHost(mode), '--'] }),
+    // What follows the fake script (the real host's path) is ignored by it. With a ptmx offered, it
+    // runs as the child of a shell, as the real host is the child of the board's entry.
+    launch: () =>
+      ptmx
+        ? { file: '/bin/sh', args: ['-c', '"$0" -e "$1"; exit $?', process.execPath, fakeHost(mode, ptmx)] }
+        : { file: process.execPath, args: ['-e', fakeHost(mode), '--'] },
     env: { PATH: '/usr/bin:/bin' },
     timeoutMs: 2000,
     log: (msg, data) => log.push(`${msg} ${JSON.stringify(data ?? {})}`),
@@ -56,6 +69,12 @@ function hostOf(mode: Parameters<typeof fakeHost>[0], log: string[] = []): Board
 const spec = { argv: ['/bin/sh'], env: {}, cwd: '/', size: { cols: 80, rows: 24 } };
 const ended = (p: PtyHandle) => new Promise<{ exitCode: number | null; reason?: string }>((r) => p.onExit(r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The lines of 4,000,000 characters in a terminal's output (bash's bracketed-paste switch before one). */
+const floodLines = (text: string) =>
+  text
+    .split('\r\n')
+    .map((l) => l.replace(/^(\x1b\[\?2004[hl]|\r)+/, ''))
+    .filter((l) => l.length >= 4_000_000);
 
 describe('a PTY host the board took over', () => {
   it('is stopped when it announces a frame over the limit, and its shells end', async () => {
@@ -99,6 +118,41 @@ describe('a PTY host the board took over', () => {
     await expect(host.open(spec)).rejects.toThrow(/did not open a terminal in time/);
     expect(Date.now() - t0).toBeLessThan(4000);
     host.stop();
+  });
+
+  it('cannot pass anything but a devpts ptmx for the service to make terminals through', async () => {
+    // /dev/null, and the host's /dev/ptmx (a device node outside any devpts): refused by the terminal
+    // helper, and the shell goes through the host as before.
+    for (const offer of ['/dev/null', '/dev/ptmx']) {
+      const log: string[] = [];
+      const host = hostOf('stranger', log, offer);
+      const p = await host.open(spec);
+      let text = '';
+      p.onData((b) => {
+        text += b.toString();
+      });
+      await sleep(300);
+      expect(text).toBe('mine');
+      expect(host.direct).toBe(false);
+      expect(log.join('\n')).toMatch(/relayed by the board's PTY host.*not a devpts ptmx/);
+      host.stop();
+    }
+  });
+
+  it('is stopped when it sends output for a terminal the service reads itself', async () => {
+    // Offered a real devpts ptmx (this test's host's own: a board's host can only offer its board's),
+    // the service makes the terminal itself; the host answering with output for it breaks the protocol.
+    const log: string[] = [];
+    const host = hostOf('liar', log, '/dev/pts/ptmx');
+    const p = await host.open(spec);
+    expect(host.direct).toBe(true);
+    let text = '';
+    p.onData((b) => {
+      text += b.toString();
+    });
+    await ended(p);
+    expect(text).not.toContain('typed by the board');
+    expect(log.join('\n')).toMatch(/output for a terminal the service reads itself/);
   });
 
   it('that ignores a pause is held: the service stops reading it until the shell resumes', async () => {
@@ -148,7 +202,10 @@ describe('the PTY host program itself (run on the host, without a board)', () =>
 
   it('passes every byte of a large output through, in order, and the exit status', async () => {
     const h = direct();
-    const p = await h.open({ ...spec, argv: ['/bin/sh', '-c', 'stty raw -echo; head -c 3000000 /dev/zero | tr "\\0" x; exit 7'] });
+    const p = await h.open({
+      ...spec,
+      argv: ['/bin/sh', '-c', 'stty raw -echo; head -c 3000000 /dev/zero | tr "\\0" x; exit 7'],
+    });
     const text = collect(p);
     const end = await ended(p);
     expect(end.exitCode).toBe(7);
@@ -245,6 +302,109 @@ describe("a real board's PTY host", () => {
     p.close();
     expect((await ended(p)).exitCode).not.toBeNull();
   });
+
+  it("holds its shells' masters in the service: no process of the board has one, the board's root owns the terminal", async () => {
+    const p = await board.openShell({ cols: 80, rows: 24 });
+    const tty = await run(p, 'tty');
+    expect(tty).toMatch(/^\/dev\/pts\/\d+$/);
+    // Inside the board: the board's root owns its terminal, as a terminal it opened itself.
+    expect(await run(p, 'stat -c %u:%g:%a $(tty)')).toBe('0:0:620');
+    // From the host: every process of the board (its pid namespace) holds at most a path-only handle
+    // on a ptmx (the PTY host's), never a master; this process (the service) holds the masters.
+    const O_PATH = 0o10000000;
+    const ptmxFds = (pid: string | number) => {
+      const out: { fd: string; flags: number }[] = [];
+      for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+        try {
+          if (!fs.readlinkSync(`/proc/${pid}/fd/${fd}`).endsWith('ptmx')) continue;
+          const flags = Number.parseInt(
+            /^flags:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'))?.[1] ?? '0',
+            8,
+          );
+          out.push({ fd, flags });
+        } catch {}
+      }
+      return out;
+    };
+    const ns = fs.readlinkSync(`/proc/${p.hostPid}/ns/pid`);
+    const inBoard = fs.readdirSync('/proc').filter((d) => {
+      try {
+        return /^\d+$/.test(d) && fs.readlinkSync(`/proc/${d}/ns/pid`) === ns;
+      } catch {
+        return false;
+      }
+    });
+    expect(inBoard.length).toBeGreaterThan(2);
+    const held = inBoard.flatMap((pid) => ptmxFds(pid));
+    expect(held.length).toBeGreaterThan(0); // the PTY host's handle
+    for (const h of held) expect(h.flags & O_PATH).toBe(O_PATH);
+    expect(ptmxFds(process.pid).some((h) => (h.flags & O_PATH) === 0)).toBe(true);
+    p.close();
+    await ended(p);
+  });
+
+  it('passes a flood through the terminal helper and back, every byte in order, then echoes straight away', async () => {
+    const p = await board.openShell({ cols: 120, rows: 40 });
+    const host = (board as unknown as { ptyHost: BoardPtyHost }).ptyHost;
+    expect(host.direct).toBe(true);
+    const sum = await run(
+      p,
+      'head -c 3000000 /dev/urandom | base64 -w 0 > /tmp/flood; md5sum < /tmp/flood | cut -c1-32',
+    );
+    const before = host.handOffs;
+    let text = '';
+    const done = new Promise<void>((resolve) => {
+      p.onData((b) => {
+        text += b.toString('latin1');
+        if (text.includes('=FLOOD-END=')) resolve();
+      });
+    });
+    // Twice, with a quiet moment between: the helper gives the terminal back and takes it again.
+    p.write(
+      "stty -echo; cat /tmp/flood; echo; sleep 0.2; cat /tmp/flood; echo; echo '=FLOOD''-END='; stty echo\n",
+    );
+    await done;
+    const lines = floodLines(text);
+    expect(lines.length).toBe(2);
+    for (const line of lines) expect(crypto.createHash('md5').update(line).digest('hex')).toBe(sum);
+    expect(host.handOffs).toBeGreaterThanOrEqual(before + 2);
+    await sleep(50);
+    expect(await run(p, 'echo after')).toBe('after');
+    p.close();
+    await ended(p);
+  }, 60_000);
+
+  it('holds a flood the helper reads when the shell pauses, and loses nothing when it resumes', async () => {
+    const p = await board.openShell({ cols: 120, rows: 40 });
+    const sum = await run(
+      p,
+      'head -c 6000000 /dev/urandom | base64 -w 0 > /tmp/flood2; md5sum < /tmp/flood2 | cut -c1-32',
+    );
+    let text = '';
+    let got = 0;
+    p.onData((b) => {
+      text += b.toString('latin1');
+      got += b.length;
+    });
+    const host = (board as unknown as { ptyHost: BoardPtyHost }).ptyHost;
+    const before = host.handOffs;
+    p.write("stty -echo; cat /tmp/flood2; echo; echo '=PAUSE''-END='; stty echo\n");
+    while (got < 500_000) await sleep(5);
+    p.pause();
+    expect(host.handOffs).toBeGreaterThan(before);
+    await sleep(800);
+    const held = got;
+    await sleep(700);
+    expect(got).toBe(held); // nothing more arrives while paused
+    expect(text.includes('=PAUSE-END=')).toBe(false);
+    p.resume();
+    const t0 = Date.now();
+    while (!text.includes('=PAUSE-END=') && Date.now() - t0 < 20_000) await sleep(20);
+    const line = floodLines(text)[0] ?? '';
+    expect(crypto.createHash('md5').update(line).digest('hex')).toBe(sum);
+    p.close();
+    await ended(p);
+  }, 60_000);
 
   it('says why when the board is at its process limit, and opens shells again once it is not', async () => {
     if (!host.cgroups.pids) throw new Error(`pids is not enforced on this host: ${host.missing.join('; ')}`);

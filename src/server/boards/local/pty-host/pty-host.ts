@@ -169,8 +169,11 @@ class HostShell implements PtyHandle {
   private exitedWith: { exitCode: number | null; reason?: string } | null = null;
   private drain: NodeJS.Timeout | null = null;
 
+  /** Set before the open: the host must never send this shell's output (the service reads it). */
+  viaMaster = false;
+
   get direct(): boolean {
-    return this.master !== null;
+    return this.viaMaster;
   }
 
   /** Reads and writes the terminal's master `fd` from now on (the program is started on it). */
@@ -240,6 +243,7 @@ class HostShell implements PtyHandle {
     }
     m.flush?.();
     m.mode = 'ctl';
+    this.host.handOffs++;
     const id = ctl.listen((f) => this.fromCtl(m, id, f));
     m.reader = id;
     this.masterCall((fd) =>
@@ -278,7 +282,10 @@ class HostShell implements PtyHandle {
   /** The program ended (the host reaped it): the end once its terminal's output is read, or soon. */
   exited(info: { exitCode: number | null; reason?: string }): void {
     const m = this.master;
-    if (!m || m.done) return this.end(info);
+    if (!m || m.done) {
+      this.end(info);
+      return;
+    }
     this.exitedWith = info;
     this.drain ??= setTimeout(() => this.end(info), DRAIN_MS);
   }
@@ -430,6 +437,8 @@ export class BoardPtyHost {
   private readonly opening = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   private nextId = 1;
   private held = false;
+  /** Floods whose reading went to the terminal helper (for tests and the curious). */
+  handOffs = 0;
   /**
    * The board's ptmx, held by the service's terminal helper (ctl.c) for this host: terminals are made
    * through it and their masters held here. Null when the host offered none or it was not one: then
@@ -462,6 +471,7 @@ export class BoardPtyHost {
       return this.open(spec);
     }
     const shell = new HostShell(this, id);
+    shell.viaMaster = master !== null;
     this.shells.set(id, shell);
     const opened = new Promise<void>((resolve, reject) => {
       this.opening.set(id, { resolve, reject });
@@ -664,7 +674,10 @@ export class BoardPtyHost {
     const shell = this.shells.get(f.id);
     switch (f.type) {
       case FromHost.data:
-        if (shell?.direct) return this.kill('output for a terminal the service reads itself', child);
+        if (shell?.direct) {
+          this.kill('output for a terminal the service reads itself', child);
+          return;
+        }
         if (!shell || shell.ended) return;
         if (shell.paused) {
           shell.sincePause += f.payload.length;
