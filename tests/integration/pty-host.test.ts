@@ -406,6 +406,71 @@ describe("a real board's PTY host", () => {
     await ended(p);
   }, 60_000);
 
+  it('keeps a flood within its window when the shell pauses and resumes as acknowledgements come', async () => {
+    // The session's flow control: pause past 256 KiB unacknowledged, resume once acknowledged. What
+    // arrives past the window while paused is what was on its way (the helper's frame and its pipe):
+    // a helper that read on through a pause would overshoot by megabytes.
+    const p = await board.openShell({ cols: 120, rows: 40 });
+    await run(p, 'head -c 12000000 /dev/urandom | base64 -w 0 > /tmp/flood3; echo ok');
+    const WINDOW = 256 * 1024;
+    let got = 0;
+    let acked = 0;
+    let worst = 0;
+    let text = '';
+    let paused = false;
+    p.onData((b) => {
+      got += b.length;
+      text += b.toString('latin1');
+      worst = Math.max(worst, got - acked);
+      if (!paused && got - acked > WINDOW) {
+        paused = true;
+        p.pause();
+        // A page that takes a moment to parse what it was sent, then acknowledges all of it.
+        setTimeout(() => {
+          acked = got;
+          paused = false;
+          p.resume();
+        }, 15);
+      }
+    });
+    p.write("stty -echo; cat /tmp/flood3; echo; echo '=WINDOW''-END='; stty echo\n");
+    const t0 = Date.now();
+    while (!text.includes('=WINDOW-END=') && Date.now() - t0 < 30_000) await sleep(20);
+    expect(text.includes('=WINDOW-END=')).toBe(true);
+    expect(floodLines(text)[0]?.length).toBe(16_000_000);
+    expect(worst).toBeLessThan(WINDOW + 512 * 1024);
+    p.close();
+    await ended(p);
+  }, 60_000);
+
+  it('stays paused when paused by the output that starts a flood', async () => {
+    // The first full read of a flood is handed on just as the helper is asked to read: a pause that
+    // output causes must hold, not start the helper reading unpaused.
+    const p = await board.openShell({ cols: 120, rows: 40 });
+    await run(p, 'head -c 6000000 /dev/urandom | base64 -w 0 > /tmp/flood4; echo ok');
+    let got = 0;
+    let text = '';
+    let paused = false;
+    p.onData((b) => {
+      got += b.length;
+      text += b.toString('latin1');
+      if (!paused && b.length >= 4095) {
+        paused = true;
+        p.pause();
+      }
+    });
+    p.write("stty -echo; cat /tmp/flood4; echo; echo '=FIRST''-END='; stty echo\n");
+    const t0 = Date.now();
+    while (!paused && Date.now() - t0 < 10_000) await sleep(5);
+    await sleep(800);
+    expect(got).toBeLessThan(512 * 1024);
+    p.resume();
+    while (!text.includes('=FIRST-END=') && Date.now() - t0 < 30_000) await sleep(20);
+    expect(floodLines(text)[0]?.length).toBe(8_000_000);
+    p.close();
+    await ended(p);
+  }, 60_000);
+
   it('says why when the board is at its process limit, and opens shells again once it is not', async () => {
     if (!host.cgroups.pids) throw new Error(`pids is not enforced on this host: ${host.missing.join('; ')}`);
     const bomber = await board.openShell({ cols: 200, rows: 24 });

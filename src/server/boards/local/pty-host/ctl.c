@@ -254,16 +254,20 @@ static void watch_reader(struct reader *r) {
   epoll_ctl(ep, EPOLL_CTL_MOD, r->fd, &ev);
 }
 
-/* Reads the terminal while it has output, into the frame being gathered. */
+/*
+ * Reads the terminal while it has output, into the frame being gathered, and returns once a frame is
+ * full: during a flood the terminal always has more, and the service's requests (a pause) wait for
+ * this loop to come back to epoll.
+ */
 static void read_reader(struct reader *r) {
   int64_t now = now_ms();
-  for (;;) {
-    if (r->got == GATHER) send_data(r);
+  while (!r->paused) {
     ssize_t n = read(r->fd, r->buf + HEADER + r->got, GATHER - r->got);
     if (n > 0) {
       if (!r->got) r->first_at = now;
       r->got += (size_t)n;
       r->last_at = now;
+      if (r->got == GATHER) return send_data(r);
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && errno == EAGAIN) {
@@ -377,8 +381,11 @@ int main(void) {
     }
     int n = epoll_wait(ep, evs, 64, (int)next);
     if (n < 0 && errno != EINTR) return 72;
-    for (int i = 0; i < n; i++) {
+    /* Requests first: a pause takes effect before the terminals of this turn are read. */
+    for (int i = 0; i < n; i++)
       if (evs[i].data.ptr == &tag_requests) read_requests();
+    for (int i = 0; i < n; i++) {
+      if (evs[i].data.ptr == &tag_requests) continue;
       else {
         struct reader *r = evs[i].data.ptr;
         /* A request of this turn may have ended it. */

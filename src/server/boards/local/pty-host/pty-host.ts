@@ -241,7 +241,9 @@ class HostShell implements PtyHandle {
       m.stream.resume(); // a read already waits in the stream: it stays the reader, in order
       return false;
     }
+    // What was read goes out first; the session may pause the shell on it (it stays paused, unread).
     m.flush?.();
+    if (this.paused || this.ended) return true;
     m.mode = 'ctl';
     this.host.handOffs++;
     const id = ctl.listen((f) => this.fromCtl(m, id, f));
