@@ -47,6 +47,19 @@ describe('shells over the realtime channel', () => {
     c.close();
   });
 
+  it('takes a keystroke sent right behind its SUBSCRIBE after the subscription, not before it', async () => {
+    // Both frames in flight at once: the SEND waits for the SUBSCRIBE before it (which looks the
+    // shell up), so it is never refused as a SEND to a shell the connection is not subscribed to.
+    const shellId = await openShell(t.app, alice, 'a1');
+    const c = await connectStomp(port, { token: alice.token, applyId: 'a1' });
+    c.sendFrame('SUBSCRIBE', { id: 'q', destination: Destinations.shellOutput(shellId), receipt: 'rq' });
+    c.sendFrame('SEND', { destination: Destinations.shellInput(shellId) }, 'true\n');
+    await c.waitFor((f) => f.command === 'RECEIPT' && f.headers['receipt-id'] === 'rq');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.frames.filter((f) => f.command === 'ERROR')).toEqual([]);
+    c.close();
+  });
+
   it('refuses a subscription to another user’s shell without closing the connection, then refuses SEND to it', async () => {
     const shellId = await openShell(t.app, alice, 'a1');
     const c = await connectStomp(port, { token: bob.token, applyId: 'b1' });

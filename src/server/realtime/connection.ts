@@ -257,6 +257,23 @@ export class StompConnection {
       this.readPaused = true;
       this.ws.pause();
     }
+    // A lone SEND (a keystroke, an acknowledgement) while nothing waits before it is handled now:
+    // there is nothing to keep it in order with, and its echo should not wait for a promise's turn.
+    const f0 = frames[0];
+    if (
+      frames.length === 1 &&
+      f0.command === 'SEND' &&
+      this.state === 'connected' &&
+      this.inbound === data.length
+    ) {
+      try {
+        this.send(f0);
+      } catch (err) {
+        this.failFromError(err, f0);
+      }
+      this.handled(data.length);
+      return;
+    }
     for (const f of frames) {
       this.chain = this.chain.then(() => this.handle(f)).catch((err) => this.failFromError(err, f));
     }

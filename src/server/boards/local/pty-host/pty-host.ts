@@ -213,8 +213,11 @@ class HostShell implements PtyHandle {
       // A read short of a full line buffer is the end of what the program wrote for now: out at the
       // end of this turn. A full one means more is coming (a flood): the terminal helper reads it from
       // here, beside the service, until it is quiet again.
-      if (b.length < FULL_READ) m.soon ??= setImmediate(flush);
-      else if (!this.handOff(m)) m.flood ??= setTimeout(flush, FLOOD_WAIT_MS);
+      // (Reads come one per turn of the event loop: a lone short one, an echo, goes out at once.)
+      if (b.length < FULL_READ) {
+        if (m.gathered.length === 1 && !m.flood) flush();
+        else m.soon ??= setImmediate(flush);
+      } else if (!this.handOff(m)) m.flood ??= setTimeout(flush, FLOOD_WAIT_MS);
     });
     // EIO once every process of the terminal has closed it: the end of the output.
     const done = () => {
