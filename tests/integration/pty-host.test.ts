@@ -471,6 +471,60 @@ describe("a real board's PTY host", () => {
     await ended(p);
   }, 60_000);
 
+  it('takes the ptmx again after the terminal helper ended, and its shells go on', async () => {
+    const p = await board.openShell({ cols: 80, rows: 24 });
+    const host = (board as unknown as { ptyHost: BoardPtyHost }).ptyHost;
+    const helpers = fs
+      .readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          const stat = fs.readFileSync(`/proc/${d}/stat`, 'latin1');
+          return (
+            stat.includes('(bianbu-pty-ctl)') &&
+            Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid
+          );
+        } catch {
+          return false;
+        }
+      });
+    expect(helpers.length).toBe(1);
+    process.kill(Number(helpers[0]), 'SIGKILL');
+    while (
+      fs.existsSync(`/proc/${helpers[0]}/stat`) &&
+      !fs.readFileSync(`/proc/${helpers[0]}/stat`, 'latin1').includes(') Z')
+    )
+      await sleep(10);
+    await sleep(100);
+    // A quiet shell needs no helper: its master is the service's.
+    expect(await run(p, 'echo still')).toBe('still');
+    // The next shell is made through a new helper, and a flood on it is read there.
+    const q = await board.openShell({ cols: 120, rows: 40 });
+    expect((q as unknown as { direct: boolean }).direct).toBe(true);
+    const sum = await run(
+      q,
+      'head -c 3000000 /dev/urandom | base64 -w 0 > /tmp/flood5; md5sum < /tmp/flood5 | cut -c1-32',
+    );
+    const before = host.handOffs;
+    let text = '';
+    q.onData((b) => {
+      text += b.toString('latin1');
+    });
+    q.write("stty -echo; cat /tmp/flood5; echo; echo '=AGAIN''-END='; stty echo\n");
+    const t0 = Date.now();
+    while (!text.includes('=AGAIN-END=') && Date.now() - t0 < 20_000) await sleep(20);
+    expect(
+      crypto
+        .createHash('md5')
+        .update(floodLines(text)[0] ?? '')
+        .digest('hex'),
+    ).toBe(sum);
+    expect(host.handOffs).toBeGreaterThan(before);
+    p.close();
+    q.close();
+    await ended(q);
+  }, 60_000);
+
   it('says why when the board is at its process limit, and opens shells again once it is not', async () => {
     if (!host.cgroups.pids) throw new Error(`pids is not enforced on this host: ${host.missing.join('; ')}`);
     const bomber = await board.openShell({ cols: 200, rows: 24 });

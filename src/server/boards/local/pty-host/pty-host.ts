@@ -450,6 +450,8 @@ export class BoardPtyHost {
    * every shell's bytes go through the host.
    */
   private ptmx: { ctl: PtyCtl; held: number; uid: number; gid: number } | null = null;
+  /** The host's descriptor of that ptmx, as its ready frame said. */
+  private ptmxFd = -1;
 
   constructor(private readonly opts: PtyHostOptions) {}
 
@@ -509,6 +511,9 @@ export class BoardPtyHost {
    * the master. Null when this host has no ptmx or the helper fails (the shell is relayed instead).
    */
   private async openMaster(size: PtySize): Promise<{ fd: number; pts: number } | null> {
+    // A helper that ended took its copy of the ptmx with it: the next one takes it again.
+    if (this.ptmx && !this.ptmx.ctl.alive && this.child && this.ptmxFd >= 0)
+      this.ptmx = await this.takePtmx(this.child, this.ptmxFd);
     const p = this.ptmx;
     if (!p?.ctl.alive) return null;
     let fd = -1;
@@ -670,6 +675,7 @@ export class BoardPtyHost {
       throw err;
     });
     this.child = child;
+    this.ptmxFd = ptmxFd;
     this.ptmx = ptmxFd >= 0 ? await this.takePtmx(child, ptmxFd) : null;
     return child;
   }
@@ -745,6 +751,7 @@ export class BoardPtyHost {
     this.held = false;
     if (this.ptmx) void this.ptmx.ctl.request(`drop ${this.ptmx.held}`).catch(() => {});
     this.ptmx = null;
+    this.ptmxFd = -1;
     for (const [id, w] of this.opening) {
       w.reject(new DriverError('driver.failed', 'The board ended its PTY host'));
       this.opening.delete(id);
