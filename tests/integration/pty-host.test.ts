@@ -525,6 +525,31 @@ describe("a real board's PTY host", () => {
     await ended(q);
   }, 60_000);
 
+  it('ends a shell whose program exits in the middle of a flood the helper reads, with its last bytes', async () => {
+    const p = await board.openShell({ cols: 120, rows: 40 });
+    const host = (board as unknown as { ptyHost: BoardPtyHost }).ptyHost;
+    const sum = await run(
+      p,
+      'head -c 3000000 /dev/urandom | base64 -w 0 > /tmp/flood6; md5sum < /tmp/flood6 | cut -c1-32',
+    );
+    const before = host.handOffs;
+    let text = '';
+    p.onData((b) => {
+      text += b.toString('latin1');
+    });
+    const end = ended(p);
+    p.write("stty -echo; exec sh -c 'cat /tmp/flood6; echo; exit 7'\n");
+    const info = await end;
+    expect(info.exitCode).toBe(7);
+    expect(host.handOffs).toBeGreaterThan(before);
+    expect(
+      crypto
+        .createHash('md5')
+        .update(floodLines(text)[0] ?? '')
+        .digest('hex'),
+    ).toBe(sum);
+  }, 60_000);
+
   it('says why when the board is at its process limit, and opens shells again once it is not', async () => {
     if (!host.cgroups.pids) throw new Error(`pids is not enforced on this host: ${host.missing.join('; ')}`);
     const bomber = await board.openShell({ cols: 200, rows: 24 });
