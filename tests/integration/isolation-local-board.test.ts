@@ -172,7 +172,8 @@ describe('a local board is not the host', () => {
 
   it("holds no descriptor of the service's: it cannot type into another board's shell", async () => {
     // A shell of board B stays open: the descriptor of its terminal is the service's, and node-pty
-    // opens it without close-on-exec.
+    // opens it without close-on-exec. (The board's own terminals and devpts are the board's: its PTY
+    // host holds path handles on /dev/pts and /dev/pts/ptmx.)
     const victim = await b.openShell({ cols: 80, rows: 24 });
     let victimText = '';
     victim.onData((d) => {
@@ -186,7 +187,7 @@ describe('a local board is not the host', () => {
         a,
         'for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] && continue; read -r _ _ _ pp _ < $p/stat; [ "$pp" = $$ ] && continue; ' +
           'for f in $p/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] || continue; ' +
-          'l=$(readlink "$f" 2>/dev/null) || continue; case "$l" in /dev/pts/*|/proc/*|/dev/null|anon_inode:*) continue;; esac; ' +
+          'l=$(readlink "$f" 2>/dev/null) || continue; case "$l" in /dev/pts|/dev/pts/*|/proc/*|/dev/null|anon_inode:*) continue;; esac; ' +
           'echo "HELD $(cat $p/comm) ${p#/proc/} $n $l"; done; done; ' +
           'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && [ "$n" != 255 ] && printf "echo INJECTED-\\$(hostname)\\r" >&$n; done 2>/dev/null; echo scanned',
       );

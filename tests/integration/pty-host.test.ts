@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PtyHandle } from '#server/boards/driver.ts';
 import { hostSupport } from '#server/boards/local/host-support.ts';
 import { LocalDriver } from '#server/boards/local/local-driver.ts';
-import { BoardPtyHost } from '#server/boards/local/pty-host/pty-host.ts';
+import { BOARD_TERMINALS, BoardPtyHost } from '#server/boards/local/pty-host/pty-host.ts';
 import { localDriverOptions } from '#shared/boards.ts';
 
 /**
@@ -261,11 +261,11 @@ describe("a real board's PTY host", () => {
     fs.rmSync(work, { recursive: true, force: true });
   });
 
-  async function run(p: PtyHandle, command: string): Promise<string> {
+  async function run(p: PtyHandle, command: string, ms = 15_000): Promise<string> {
     const tag = crypto.randomBytes(4).toString('hex');
     let text = '';
     const done = new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out: ${command}\n${text}`)), 15_000);
+      const timer = setTimeout(() => reject(new Error(`timed out: ${command}\n${text}`)), ms);
       p.onData((b) => {
         text += b.toString();
         const m = new RegExp(`=${tag}=([\\s\\S]*?)=/${tag}=`).exec(text);
@@ -548,6 +548,36 @@ describe("a real board's PTY host", () => {
         .update(floodLines(text)[0] ?? '')
         .digest('hex'),
     ).toBe(sum);
+  }, 60_000);
+
+  it("cannot take the machine's terminals from the other boards: its devpts stops at its own max", async () => {
+    // Linux counts terminals machine-wide; a board's root opening them in a loop used to take them all
+    // (3,071 here), and another board's next shell failed with "No space left on device".
+    const p = await board.openShell({ cols: 120, rows: 40 });
+    const held = await run(
+      p,
+      `python3 -c "
+import os
+fds = []
+try:
+    while True:
+        m, s = os.openpty(); fds += [m, s]
+except OSError as e:
+    print(len(fds) // 2, e.errno)
+"`,
+      30_000,
+    );
+    const [count, errno] = held.trim().split(/\s+/).map(Number);
+    expect(errno).toBe(28); // ENOSPC: the board's own limit
+    expect(count).toBeLessThanOrEqual(BOARD_TERMINALS);
+    expect(count).toBeGreaterThan(BOARD_TERMINALS - 20);
+    // Its root cannot raise the limit again.
+    expect(await run(p, 'mount -o remount,max=4000 /dev/pts 2>/dev/null; echo $?')).not.toBe('0');
+    const next = await board.openShell({ cols: 80, rows: 24 });
+    expect(await run(next, 'echo fine')).toBe('fine');
+    next.close();
+    p.close();
+    await ended(p);
   }, 60_000);
 
   it('says why when the board is at its process limit, and opens shells again once it is not', async () => {

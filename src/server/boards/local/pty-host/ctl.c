@@ -14,8 +14,11 @@
  * with no process of the board's in between.
  *
  * Requests are lines on stdin, answered in order on stdout, "ok ..." or "err <why>":
- *   ptmx <pid> <ppid> <fd>      take the ptmx handle <fd> of process <pid>, whose parent must be
- *                               <ppid>: answers "ok <held fd> <uid> <gid>" (the node's owner)
+ *   ptmx <pid> <ppid> <fd> [<dir> <max>]
+ *                               take the ptmx handle <fd> of process <pid>, whose parent must be
+ *                               <ppid>: answers "ok <held fd> <uid> <gid> <bounded>" (the node's
+ *                               owner; 1 when <dir>, the handle on that devpts's root, was used to
+ *                               limit the instance to <max> terminals)
  *   pty <fd> <cols> <rows> <uid> <gid>
  *                               the service's new master <fd>: unlock, size, hand the terminal to
  *                               uid:gid (mode 620); answers "ok <terminal number>"
@@ -63,6 +66,16 @@
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424
 #endif
+#ifndef SYS_fspick
+#define SYS_fspick 433
+#endif
+#ifndef SYS_fsconfig
+#define SYS_fsconfig 431
+#endif
+#define PICK_CLOEXEC 1
+#define PICK_EMPTY_PATH 8
+#define CONFIG_SET_STRING 1
+#define CONFIG_CMD_RECONFIGURE 7
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
 #endif
@@ -127,7 +140,34 @@ static long parent_of(pid_t pid) {
   return ppid;
 }
 
-static void take_ptmx(long pid, long ppid, long fd) {
+/*
+ * Limits a board's devpts to `max` terminals: Linux counts terminals machine-wide, and a board's root
+ * could otherwise take them all from the other boards. Done on the handle of the instance's root
+ * (fspick), never a path; the board's root cannot raise it again (no CAP_SYS_ADMIN). A remount
+ * parses its options afresh, so the modes bwrap mounted it with are given again.
+ */
+static int bound_devpts(int pfd, long dir, const struct stat *ptmx, long max) {
+  int d = getfd(pfd, (int)dir);
+  if (d < 0) return 0;
+  struct stat st;
+  struct statfs fs;
+  int ok = fstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_ino == 1 && st.st_dev == ptmx->st_dev &&
+           fstatfs(d, &fs) == 0 && fs.f_type == DEVPTS_MAGIC;
+  int fc = ok ? (int)syscall(SYS_fspick, d, "", PICK_EMPTY_PATH | PICK_CLOEXEC) : -1;
+  close(d);
+  if (fc < 0) return 0;
+  char n[32];
+  snprintf(n, sizeof n, "%ld", max);
+  ok = syscall(SYS_fsconfig, fc, CONFIG_SET_STRING, "mode", "620", 0) == 0 &&
+       syscall(SYS_fsconfig, fc, CONFIG_SET_STRING, "ptmxmode", "666", 0) == 0 &&
+       syscall(SYS_fsconfig, fc, CONFIG_SET_STRING, "max", n, 0) == 0 &&
+       syscall(SYS_fsconfig, fc, CONFIG_CMD_RECONFIGURE, NULL, NULL, 0) == 0;
+  if (!ok) fprintf(stderr, "bianbu-pty-ctl: devpts max: %s\n", strerror(errno));
+  close(fc);
+  return ok;
+}
+
+static void take_ptmx(long pid, long ppid, long fd, long dir, long max) {
   int pfd = pidfd_open((pid_t)pid);
   if (pfd < 0) return reply("err pidfd_open: %s", strerror(errno));
   /* The pidfd names one process for good; its parent checked after it is opened, and the process
@@ -138,14 +178,19 @@ static void take_ptmx(long pid, long ppid, long fd) {
   }
   int h = getfd(pfd, (int)fd);
   int e = errno;
-  close(pfd);
-  if (h < 0) return reply("err pidfd_getfd: %s", strerror(e));
+  if (h < 0) {
+    close(pfd);
+    return reply("err pidfd_getfd: %s", strerror(e));
+  }
   struct stat st;
   if (!is_ptmx(h, &st)) {
     close(h);
+    close(pfd);
     return reply("err not a devpts ptmx");
   }
-  reply("ok %d %u %u", h, (unsigned)st.st_uid, (unsigned)st.st_gid);
+  int bounded = dir >= 0 && max > 0 && bound_devpts(pfd, dir, &st, max);
+  close(pfd);
+  reply("ok %d %u %u %d", h, (unsigned)st.st_uid, (unsigned)st.st_gid, bounded);
 }
 
 static void make_pty(long fd, long cols, long rows, long uid, long gid) {
@@ -327,7 +372,8 @@ static void request(char *line) {
   long a = 0, b = 0, c = 0, d = 0, e = 0;
   int got = sscanf(line, "%7s %ld %ld %ld %ld %ld", op, &a, &b, &c, &d, &e);
   errno = 0;
-  if (got == 4 && strcmp(op, "ptmx") == 0) take_ptmx(a, b, c);
+  if (got == 4 && strcmp(op, "ptmx") == 0) take_ptmx(a, b, c, -1, 0);
+  else if (got == 6 && strcmp(op, "ptmx") == 0) take_ptmx(a, b, c, d, e);
   else if (got == 6 && strcmp(op, "pty") == 0) make_pty(a, b, c, d, e);
   else if (got == 4 && strcmp(op, "size") == 0) resize(a, b, c);
   else if (got == 3 && strcmp(op, "read") == 0) start_reading(a, b);

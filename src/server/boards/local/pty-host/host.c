@@ -465,7 +465,13 @@ int main(void) {
   /* A path-only handle on the board's ptmx, kept: the service makes its terminals through it (ctl.c)
      and holds their masters itself. Said in the ready frame; without it, shells go through here. */
   int ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
-  if (ptmx >= 0) {
+  /* And one on its devpts root, for the helper to bound the board's count of terminals. */
+  int pts = open("/dev/pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (ptmx >= 0 && pts >= 0) {
+    unsigned char fdb[8] = {(unsigned char)(ptmx >> 24), (unsigned char)(ptmx >> 16), (unsigned char)(ptmx >> 8), (unsigned char)ptmx,
+                            (unsigned char)(pts >> 24), (unsigned char)(pts >> 16), (unsigned char)(pts >> 8), (unsigned char)pts};
+    send_frame(FROM_READY, 0, fdb, 8);
+  } else if (ptmx >= 0) {
     unsigned char fdb[4] = {(unsigned char)(ptmx >> 24), (unsigned char)(ptmx >> 16), (unsigned char)(ptmx >> 8), (unsigned char)ptmx};
     send_frame(FROM_READY, 0, fdb, 4);
   } else {

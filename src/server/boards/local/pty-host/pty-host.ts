@@ -35,6 +35,11 @@ const GATHER = 64 * 1024;
  */
 const FULL_READ = 4095;
 const FLOOD_WAIT_MS = 1;
+/**
+ * Terminals one board may hold at once (its devpts's max=, set by the helper): Linux counts terminals
+ * machine-wide (kernel.pty.max less its reserve, 3,072 by default, for all boards together).
+ */
+export const BOARD_TERMINALS = 512;
 /** A terminal whose input is full is tried again this often. */
 const INPUT_RETRY_MS = 2;
 
@@ -450,8 +455,9 @@ export class BoardPtyHost {
    * every shell's bytes go through the host.
    */
   private ptmx: { ctl: PtyCtl; held: number; uid: number; gid: number } | null = null;
-  /** The host's descriptor of that ptmx, as its ready frame said. */
+  /** The host's descriptors of that ptmx and of its devpts root, as its ready frame said. */
   private ptmxFd = -1;
+  private ptsFd = -1;
 
   constructor(private readonly opts: PtyHostOptions) {}
 
@@ -551,8 +557,15 @@ export class BoardPtyHost {
       const kids = fs.readFileSync(`/proc/${entry}/task/${entry}/children`, 'latin1').trim().split(/\s+/);
       if (kids.length !== 1 || !/^\d+$/.test(kids[0]))
         throw new Error(`the entry has ${kids.length} children`);
-      const [held, uid, gid] = (await ctl.request(`ptmx ${kids[0]} ${entry} ${fd}`)).map(Number);
+      const bound = this.ptsFd >= 0 ? ` ${this.ptsFd} ${BOARD_TERMINALS}` : '';
+      const [held, uid, gid, bounded] = (await ctl.request(`ptmx ${kids[0]} ${entry} ${fd}${bound}`)).map(
+        Number,
+      );
       if (![held, uid, gid].every(Number.isSafeInteger)) throw new Error('the helper answered nonsense');
+      if (bounded !== 1)
+        this.opts.log?.("a board's terminals are not bounded: its devpts has no max", {
+          offered: bound !== '',
+        });
       return { ctl, held, uid, gid };
     } catch (err) {
       this.opts.log?.("shells are relayed by the board's PTY host", { why: (err as Error).message });
@@ -639,10 +652,12 @@ export class BoardPtyHost {
     child.stdin?.on('error', () => {});
     const reader = new FrameReader(undefined, new Set([FromHost.data]));
     let ptmxFd = -1;
+    let ptsFd = -1;
     const ready = new Promise<void>((resolve, reject) => {
       const onFrame = (f: Frame) => {
         if (f.type === FromHost.ready && f.id === 0) {
-          if (f.payload.length === 4) ptmxFd = f.payload.readUInt32BE(0);
+          if (f.payload.length === 4 || f.payload.length === 8) ptmxFd = f.payload.readUInt32BE(0);
+          if (f.payload.length === 8) ptsFd = f.payload.readUInt32BE(4);
           resolve();
         } else this.onFrame(child, f);
       };
@@ -676,6 +691,7 @@ export class BoardPtyHost {
     });
     this.child = child;
     this.ptmxFd = ptmxFd;
+    this.ptsFd = ptsFd;
     this.ptmx = ptmxFd >= 0 ? await this.takePtmx(child, ptmxFd) : null;
     return child;
   }
@@ -752,6 +768,7 @@ export class BoardPtyHost {
     if (this.ptmx) void this.ptmx.ctl.request(`drop ${this.ptmx.held}`).catch(() => {});
     this.ptmx = null;
     this.ptmxFd = -1;
+    this.ptsFd = -1;
     for (const [id, w] of this.opening) {
       w.reject(new DriverError('driver.failed', 'The board ended its PTY host'));
       this.opening.delete(id);
