@@ -303,6 +303,32 @@ describe("a real board's PTY host", () => {
     expect((await ended(p)).exitCode).not.toBeNull();
   });
 
+  it('sees a resize before the keystrokes sent after it', async () => {
+    // The size goes through the terminal helper, the keystrokes straight to the terminal: they wait
+    // for it. A program answers each line with the size the terminal has when the line arrives.
+    const p = await board.openShell({ cols: 80, rows: 24 });
+    let text = '';
+    p.onData((b) => {
+      text += b.toString();
+    });
+    p.write(
+      `stty -echo; python3 -u -c "import sys,fcntl,termios,struct\nfor l in sys.stdin: print('SIZE', struct.unpack('hh', fcntl.ioctl(0, termios.TIOCGWINSZ, b'0000'))[1])"\n`,
+    );
+    await sleep(500);
+    for (let i = 1; i <= 30; i++) {
+      p.resize({ cols: 100 + i, rows: 30 });
+      p.write('x\n');
+    }
+    const t0 = Date.now();
+    while ((text.match(/SIZE \d+/g) ?? []).length < 30 && Date.now() - t0 < 10_000) await sleep(20);
+    const sizes = (text.match(/SIZE (\d+)/g) ?? []).map((m) => Number(m.slice(5)));
+    // Each line sees at least the size set before it was sent (lines may wait for later ones too).
+    expect(sizes.length).toBe(30);
+    for (const [i, cols] of sizes.entries()) expect(cols).toBeGreaterThanOrEqual(101 + i);
+    p.close();
+    await ended(p);
+  });
+
   it("holds its shells' masters in the service: no process of the board has one, the board's root owns the terminal", async () => {
     const p = await board.openShell({ cols: 80, rows: 24 });
     const tty = await run(p, 'tty');

@@ -112,6 +112,8 @@ interface Master {
   done: boolean;
   /** Helper calls on this descriptor still under way: it is closed only after them. */
   calls: Promise<unknown>;
+  /** How many of them: input waits behind them (a resize before a keystroke is seen before it). */
+  pending: number;
   /** Output read and not handed on yet (see GATHER), and when it goes. */
   gathered: Buffer[];
   gatheredBytes: number;
@@ -192,6 +194,7 @@ class HostShell implements PtyHandle {
       retry: null,
       done: false,
       calls: Promise.resolve(),
+      pending: 0,
       gathered: [],
       gatheredBytes: 0,
       soon: null,
@@ -286,7 +289,14 @@ class HostShell implements PtyHandle {
   masterCall(fn: (fd: number) => Promise<unknown>): void {
     const m = this.master;
     if (!m || this.ended) return;
-    m.calls = m.calls.then(() => fn(m.fd)).catch(() => {});
+    m.pending++;
+    m.calls = m.calls
+      .then(() => fn(m.fd))
+      .catch(() => {})
+      .finally(() => {
+        m.pending--;
+        if (!m.pending && m.queue.length && !m.retry) this.writeMaster(m);
+      });
   }
 
   /** The program ended (the host reaped it): the end once its terminal's output is read, or soon. */
@@ -336,7 +346,7 @@ class HostShell implements PtyHandle {
       if (m.queued + b.length > MAX_UNREAD_INPUT) return; // the program takes no input: dropped
       m.queue.push(b);
       m.queued += b.length;
-      if (!m.retry) this.writeMaster(m);
+      if (!m.retry && !m.pending) this.writeMaster(m);
       return;
     }
     for (let at = 0; at < b.length; at += INPUT_SLICE)
@@ -346,6 +356,7 @@ class HostShell implements PtyHandle {
   /** Writes what the terminal takes now (one system call for a keystroke); the rest a little later. */
   private writeMaster(m: Master): void {
     m.retry = null;
+    if (m.pending) return; // written once the calls before it are done
     while (m.queue.length && !this.ended) {
       const b = m.queue[0];
       let n: number;
