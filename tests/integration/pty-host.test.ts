@@ -50,6 +50,8 @@ process.stdin.on('data', (c) => {
   }
 });
 setInterval(() => {}, 1000);
+// Run under a shell (with a ptmx offered), killing the shell leaves this one: it ends with its input.
+process.stdin.on('end', () => process.exit(0));
 `;
 
 function hostOf(mode: Parameters<typeof fakeHost>[0], log: string[] = [], ptmx?: string): BoardPtyHost {
