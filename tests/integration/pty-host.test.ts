@@ -71,6 +71,11 @@ function hostOf(mode: Parameters<typeof fakeHost>[0], log: string[] = [], ptmx?:
 const spec = { argv: ['/bin/sh'], env: {}, cwd: '/', size: { cols: 80, rows: 24 } };
 const ended = (p: PtyHandle) => new Promise<{ exitCode: number | null; reason?: string }>((r) => p.onExit(r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits until `done()` holds, checking every 20 ms, for `ms` at most. */
+const until = async (done: () => boolean, ms: number) => {
+  const t0 = Date.now();
+  while (!done() && Date.now() - t0 < ms) await sleep(20);
+};
 /** The lines of 4,000,000 characters in a terminal's output (bash's bracketed-paste switch before one). */
 const floodLines = (text: string) =>
   text
@@ -426,8 +431,7 @@ describe("a real board's PTY host", () => {
     expect(got).toBe(held); // nothing more arrives while paused
     expect(text.includes('=PAUSE-END=')).toBe(false);
     p.resume();
-    const t0 = Date.now();
-    while (!text.includes('=PAUSE-END=') && Date.now() - t0 < 20_000) await sleep(20);
+    await until(() => text.includes('=PAUSE-END='), 20_000);
     const line = floodLines(text)[0] ?? '';
     expect(crypto.createHash('md5').update(line).digest('hex')).toBe(sum);
     p.close();
@@ -462,8 +466,7 @@ describe("a real board's PTY host", () => {
       }
     });
     p.write("stty -echo; cat /tmp/flood3; echo; echo '=WINDOW''-END='; stty echo\n");
-    const t0 = Date.now();
-    while (!text.includes('=WINDOW-END=') && Date.now() - t0 < 30_000) await sleep(20);
+    await until(() => text.includes('=WINDOW-END='), 30_000);
     expect(text.includes('=WINDOW-END=')).toBe(true);
     expect(floodLines(text)[0]?.length).toBe(16_000_000);
     expect(worst).toBeLessThan(WINDOW + 512 * 1024);
@@ -539,8 +542,7 @@ describe("a real board's PTY host", () => {
       text += b.toString('latin1');
     });
     q.write("stty -echo; cat /tmp/flood5; echo; echo '=AGAIN''-END='; stty echo\n");
-    const t0 = Date.now();
-    while (!text.includes('=AGAIN-END=') && Date.now() - t0 < 20_000) await sleep(20);
+    await until(() => text.includes('=AGAIN-END='), 20_000);
     expect(
       crypto
         .createHash('md5')
