@@ -580,6 +580,52 @@ describe("a real board's PTY host", () => {
     ).toBe(sum);
   }, 60_000);
 
+  it('keeps the last output of a paused shell whose program exits, and ends it once resumed', async () => {
+    const p = await board.openShell({ cols: 120, rows: 40 });
+    // 40,000 characters: they fit in the terminal's buffers, so the program can write them all and
+    // exit while nobody reads (a viewer behind on its acknowledgements).
+    const sum = await run(
+      p,
+      'head -c 3000 /dev/urandom | base64 -w 0 > /tmp/tail1; md5sum < /tmp/tail1 | cut -c1-32',
+    );
+    let text = '';
+    p.onData((b) => {
+      text += b.toString('latin1');
+    });
+    let endedAt = 0;
+    const end = ended(p).then((info) => {
+      endedAt = Date.now();
+      return info;
+    });
+    p.pause();
+    p.write("stty -echo; exec sh -c 'cat /tmp/tail1; echo; echo =TAIL-END=; exit 5'\n");
+    await sleep(1500);
+    expect(endedAt).toBe(0); // a shell whose output waits is not over
+    expect(text.includes('=TAIL-END=')).toBe(false);
+    p.resume();
+    const info = await end;
+    expect(info.exitCode).toBe(5);
+    expect(text.includes('=TAIL-END=')).toBe(true);
+    const line =
+      text
+        .split('\r\n')
+        .map((l) => l.replace(/^(\x1b\[\?2004[hl]|\r)+/, ''))
+        .find((l) => l.length === 4_000) ?? '';
+    expect(crypto.createHash('md5').update(line).digest('hex')).toBe(sum);
+
+    // Closed while its output waits: it ends at once (its master closed with the end).
+    const q = await board.openShell({ cols: 120, rows: 40 });
+    const qEnd = ended(q);
+    await run(q, 'echo ready');
+    q.pause();
+    q.write("exec sh -c 'head -c 2000 /tmp/tail1; exit 6'\n");
+    await sleep(1000);
+    const t0 = Date.now();
+    q.close();
+    expect((await qEnd).exitCode).toBe(6);
+    expect(Date.now() - t0).toBeLessThan(500);
+  }, 60_000);
+
   it("cannot take the machine's terminals from the other boards: its devpts stops at its own max", async () => {
     // Linux counts terminals machine-wide; a board's root opening them in a loop used to take them all
     // (3,071 here), and another board's next shell failed with "No space left on device".

@@ -175,6 +175,9 @@ class HostShell implements PtyHandle {
   private master: Master | null = null;
   private exitedWith: { exitCode: number | null; reason?: string } | null = null;
   private drain: NodeJS.Timeout | null = null;
+  /** What is left of the drain (ms), and since when it runs. */
+  private drainLeft = DRAIN_MS;
+  private drainFrom = 0;
 
   /** Set before the open: the host must never send this shell's output (the service reads it). */
   viaMaster = false;
@@ -307,7 +310,26 @@ class HostShell implements PtyHandle {
       return;
     }
     this.exitedWith = info;
-    this.drain ??= setTimeout(() => this.end(info), DRAIN_MS);
+    if (!this.paused) this.armDrain();
+  }
+
+  /**
+   * The drain after the program's exit runs only while the shell is not paused: a paused shell's last
+   * output waits in its terminal for the viewers to catch up (then it is read, the end follows), and
+   * a job that keeps the terminal open still gets DRAIN_MS of reading in all.
+   */
+  private armDrain(): void {
+    const info = this.exitedWith;
+    if (!info || this.drain || this.ended) return;
+    this.drainFrom = Date.now();
+    this.drain = setTimeout(() => this.end(info), this.drainLeft);
+  }
+
+  private holdDrain(): void {
+    if (!this.drain) return;
+    clearTimeout(this.drain);
+    this.drain = null;
+    this.drainLeft = Math.max(0, this.drainLeft - (Date.now() - this.drainFrom));
   }
 
   end(info: { exitCode: number | null; reason?: string }): void {
@@ -426,6 +448,7 @@ class HostShell implements PtyHandle {
     if (this.ended || this.paused) return;
     this.paused = true;
     this.sincePause = 0;
+    this.holdDrain();
     const m = this.master;
     // In order with the "read" request it follows (a resize may be queued before it).
     if (m?.mode === 'ctl') this.ctlCall(`pause ${m.reader}`);
@@ -440,6 +463,7 @@ class HostShell implements PtyHandle {
     if (m) {
       if (m.mode === 'ctl') this.ctlCall(`resume ${m.reader}`);
       else m.stream.resume();
+      this.armDrain();
       return;
     }
     this.host.send(ToHost.resume, this.id);
@@ -447,7 +471,10 @@ class HostShell implements PtyHandle {
   }
 
   close(): void {
-    if (!this.ended) this.host.send(ToHost.signal, this.id, Buffer.from('SIGHUP'));
+    if (this.ended) return;
+    // A program already gone whose last output waits unread (paused): nobody wants it any more.
+    if (this.exitedWith) this.end(this.exitedWith);
+    else this.host.send(ToHost.signal, this.id, Buffer.from('SIGHUP'));
   }
 }
 
