@@ -83,6 +83,38 @@ const floodLines = (text: string) =>
     .map((l) => l.replace(/^(\x1b\[\?2004[hl]|\r)+/, ''))
     .filter((l) => l.length >= 4_000_000);
 
+/**
+ * A terminal's output as it arrives, kept as chunks: the markers (`=NAME-END=`) are looked for where
+ * each chunk joins the last, not in the whole text. (Growing one string and searching all of it on
+ * every chunk cost the test itself seconds per flood, and under load its 30 s.)
+ */
+class Output {
+  private readonly chunks: Buffer[] = [];
+  private tail = '';
+  private readonly seen = new Set<string>();
+  bytes = 0;
+
+  constructor(p: PtyHandle) {
+    p.onData((b) => this.add(b));
+  }
+
+  add(b: Buffer): void {
+    this.chunks.push(b);
+    this.bytes += b.length;
+    const joined = this.tail + b.toString('latin1');
+    for (const m of joined.matchAll(/=[A-Z]+-END=/g)) this.seen.add(m[0]);
+    this.tail = joined.slice(-64);
+  }
+
+  has(marker: string): boolean {
+    return this.seen.has(marker);
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString('latin1');
+  }
+}
+
 describe('a PTY host the board took over', () => {
   it('is stopped when it announces a frame over the limit, and its shells end', async () => {
     const log: string[] = [];
@@ -272,12 +304,19 @@ describe("a real board's PTY host", () => {
     const tag = crypto.randomBytes(4).toString('hex');
     let text = '';
     const done = new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out: ${command}\n${text}`)), ms);
-      p.onData((b) => {
+      // The listener goes with the answer: left on, it would keep every later byte of the shell and
+      // search all of them again on every chunk (a flood after it cost the test seconds).
+      let off = () => {};
+      const timer = setTimeout(() => {
+        off();
+        reject(new Error(`timed out: ${command}\n${text}`));
+      }, ms);
+      off = p.onData((b) => {
         text += b.toString();
         const m = new RegExp(`=${tag}=([\\s\\S]*?)=/${tag}=`).exec(text);
         if (m) {
           clearTimeout(timer);
+          off();
           resolve(m[1]);
         }
       });
@@ -385,19 +424,14 @@ describe("a real board's PTY host", () => {
       'head -c 3000000 /dev/urandom | base64 -w 0 > /tmp/flood; md5sum < /tmp/flood | cut -c1-32',
     );
     const before = host.handOffs;
-    let text = '';
-    const done = new Promise<void>((resolve) => {
-      p.onData((b) => {
-        text += b.toString('latin1');
-        if (text.includes('=FLOOD-END=')) resolve();
-      });
-    });
+    const out = new Output(p);
     // Twice, with a quiet moment between: the helper gives the terminal back and takes it again.
     p.write(
       "stty -echo; cat /tmp/flood; echo; sleep 0.2; cat /tmp/flood; echo; echo '=FLOOD''-END='; stty echo\n",
     );
-    await done;
-    const lines = floodLines(text);
+    await until(() => out.has('=FLOOD-END='), 30_000);
+    expect(out.has('=FLOOD-END=')).toBe(true);
+    const lines = floodLines(out.text());
     expect(lines.length).toBe(2);
     for (const line of lines) expect(crypto.createHash('md5').update(line).digest('hex')).toBe(sum);
     expect(host.handOffs).toBeGreaterThanOrEqual(before + 2);
@@ -413,26 +447,21 @@ describe("a real board's PTY host", () => {
       p,
       'head -c 6000000 /dev/urandom | base64 -w 0 > /tmp/flood2; md5sum < /tmp/flood2 | cut -c1-32',
     );
-    let text = '';
-    let got = 0;
-    p.onData((b) => {
-      text += b.toString('latin1');
-      got += b.length;
-    });
+    const out = new Output(p);
     const host = (board as unknown as { ptyHost: BoardPtyHost }).ptyHost;
     const before = host.handOffs;
     p.write("stty -echo; cat /tmp/flood2; echo; echo '=PAUSE''-END='; stty echo\n");
-    while (got < 500_000) await sleep(5);
+    while (out.bytes < 500_000) await sleep(5);
     p.pause();
     expect(host.handOffs).toBeGreaterThan(before);
     await sleep(800);
-    const held = got;
+    const held = out.bytes;
     await sleep(700);
-    expect(got).toBe(held); // nothing more arrives while paused
-    expect(text.includes('=PAUSE-END=')).toBe(false);
+    expect(out.bytes).toBe(held); // nothing more arrives while paused
+    expect(out.has('=PAUSE-END=')).toBe(false);
     p.resume();
-    await until(() => text.includes('=PAUSE-END='), 20_000);
-    const line = floodLines(text)[0] ?? '';
+    await until(() => out.has('=PAUSE-END='), 30_000);
+    const line = floodLines(out.text())[0] ?? '';
     expect(crypto.createHash('md5').update(line).digest('hex')).toBe(sum);
     p.close();
     await ended(p);
@@ -448,11 +477,10 @@ describe("a real board's PTY host", () => {
     let got = 0;
     let acked = 0;
     let worst = 0;
-    let text = '';
     let paused = false;
+    const out = new Output(p);
     p.onData((b) => {
       got += b.length;
-      text += b.toString('latin1');
       worst = Math.max(worst, got - acked);
       if (!paused && got - acked > WINDOW) {
         paused = true;
@@ -466,9 +494,9 @@ describe("a real board's PTY host", () => {
       }
     });
     p.write("stty -echo; cat /tmp/flood3; echo; echo '=WINDOW''-END='; stty echo\n");
-    await until(() => text.includes('=WINDOW-END='), 30_000);
-    expect(text.includes('=WINDOW-END=')).toBe(true);
-    expect(floodLines(text)[0]?.length).toBe(16_000_000);
+    await until(() => out.has('=WINDOW-END='), 30_000);
+    expect(out.has('=WINDOW-END=')).toBe(true);
+    expect(floodLines(out.text())[0]?.length).toBe(16_000_000);
     expect(worst).toBeLessThan(WINDOW + 512 * 1024);
     p.close();
     await ended(p);
@@ -480,11 +508,10 @@ describe("a real board's PTY host", () => {
     const p = await board.openShell({ cols: 120, rows: 40 });
     await run(p, 'head -c 6000000 /dev/urandom | base64 -w 0 > /tmp/flood4; echo ok');
     let got = 0;
-    let text = '';
     let paused = false;
+    const out = new Output(p);
     p.onData((b) => {
       got += b.length;
-      text += b.toString('latin1');
       if (!paused && b.length >= 4095) {
         paused = true;
         p.pause();
@@ -496,8 +523,8 @@ describe("a real board's PTY host", () => {
     await sleep(800);
     expect(got).toBeLessThan(512 * 1024);
     p.resume();
-    while (!text.includes('=FIRST-END=') && Date.now() - t0 < 30_000) await sleep(20);
-    expect(floodLines(text)[0]?.length).toBe(8_000_000);
+    await until(() => out.has('=FIRST-END='), 30_000);
+    expect(floodLines(out.text())[0]?.length).toBe(8_000_000);
     p.close();
     await ended(p);
   }, 60_000);
@@ -537,16 +564,13 @@ describe("a real board's PTY host", () => {
       'head -c 3000000 /dev/urandom | base64 -w 0 > /tmp/flood5; md5sum < /tmp/flood5 | cut -c1-32',
     );
     const before = host.handOffs;
-    let text = '';
-    q.onData((b) => {
-      text += b.toString('latin1');
-    });
+    const out = new Output(q);
     q.write("stty -echo; cat /tmp/flood5; echo; echo '=AGAIN''-END='; stty echo\n");
-    await until(() => text.includes('=AGAIN-END='), 20_000);
+    await until(() => out.has('=AGAIN-END='), 30_000);
     expect(
       crypto
         .createHash('md5')
-        .update(floodLines(text)[0] ?? '')
+        .update(floodLines(out.text())[0] ?? '')
         .digest('hex'),
     ).toBe(sum);
     expect(host.handOffs).toBeGreaterThan(before);
