@@ -403,9 +403,12 @@ export function fileScenarios(kind: string, start: () => Promise<FileLab>) {
         expect(length).toBe(size);
         expect(got.digest('hex')).toBe(want);
         const downPeak = peak - downBase;
-        // Buffering the file would cost at least its 64 MiB; streaming stays within a few buffers.
-        expect(upPeak, `upload grew RSS by ${upPeak.toFixed(1)} MiB`).toBeLessThan(40);
-        expect(downPeak, `download grew RSS by ${downPeak.toFixed(1)} MiB`).toBeLessThan(40);
+        // Buffering the file would cost at least its 64 MiB; streaming stays within a few buffers. The
+        // client runs in this process too, and the chunks it has taken wait for a collection: on a slow
+        // machine they made 40.4 MiB once (a fresh-clone CI run), so the bound sits below the file's size
+        // rather than near what a quick collector leaves.
+        expect(upPeak, `upload grew RSS by ${upPeak.toFixed(1)} MiB`).toBeLessThan(56);
+        expect(downPeak, `download grew RSS by ${downPeak.toFixed(1)} MiB`).toBeLessThan(56);
       } finally {
         clearInterval(sampler);
         fs.rmSync(onBoard('/home/user/big.bin'), { force: true });
