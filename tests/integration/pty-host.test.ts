@@ -76,12 +76,12 @@ const until = async (done: () => boolean, ms: number) => {
   const t0 = Date.now();
   while (!done() && Date.now() - t0 < ms) await sleep(20);
 };
-/** The lines of 4,000,000 characters in a terminal's output (bash's bracketed-paste switch before one). */
-const floodLines = (text: string) =>
+/** The lines of `min` characters or more in a terminal's output (bash's bracketed-paste switch before one). */
+const floodLines = (text: string, min = 4_000_000) =>
   text
     .split('\r\n')
     .map((l) => l.replace(/^(\x1b\[\?2004[hl]|\r)+/, ''))
-    .filter((l) => l.length >= 4_000_000);
+    .filter((l) => l.length >= min);
 
 /**
  * A terminal's output as it arrives, kept as chunks: the markers (`=NAME-END=`) are looked for where
@@ -630,11 +630,7 @@ describe("a real board's PTY host", () => {
     const info = await end;
     expect(info.exitCode).toBe(5);
     expect(text.includes('=TAIL-END=')).toBe(true);
-    const line =
-      text
-        .split('\r\n')
-        .map((l) => l.replace(/^(\x1b\[\?2004[hl]|\r)+/, ''))
-        .find((l) => l.length === 4_000) ?? '';
+    const line = floodLines(text, 4_000)[0] ?? '';
     expect(crypto.createHash('md5').update(line).digest('hex')).toBe(sum);
 
     // Closed while its output waits: it ends at once (its master closed with the end).

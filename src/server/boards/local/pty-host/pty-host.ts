@@ -310,7 +310,7 @@ class HostShell implements PtyHandle {
       return;
     }
     this.exitedWith = info;
-    if (!this.paused) this.armDrain();
+    this.armDrain();
   }
 
   /**
@@ -320,7 +320,7 @@ class HostShell implements PtyHandle {
    */
   private armDrain(): void {
     const info = this.exitedWith;
-    if (!info || this.drain || this.ended) return;
+    if (!info || this.drain || this.ended || this.paused) return;
     this.drainFrom = Date.now();
     this.drain = setTimeout(() => this.end(info), this.drainLeft);
   }
