@@ -2,6 +2,9 @@
 // The README's test command: typecheck, lint, unit, integration on PGlite, integration again on
 // PostgreSQL when DATABASE_URL is set, then the browser suite against the built console.
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 
 const steps = [
   ['typecheck', 'npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], {}],
@@ -48,6 +51,10 @@ steps.push([
 steps.push(['e2e', 'npx', ['vitest', 'run', '--project', 'e2e'], { DATABASE_URL: '' }]);
 
 const only = process.argv.slice(2);
+// Each vitest step also writes a JSON report; a failed step's tests are named again at the very end,
+// so the last lines of a long log (all a CI summary may keep) say what failed and where.
+const reports = mkdtempSync(join(tmpdir(), 'bianbu-test-'));
+const failures = [];
 let failed = 0;
 let passed = 0;
 for (const [name, cmd, args, env] of steps) {
@@ -56,7 +63,12 @@ for (const [name, cmd, args, env] of steps) {
   process.stdout.write(`\n=== ${name}\n`);
   const childEnv = { ...process.env, ...env };
   for (const [k, v] of Object.entries(env)) if (v === '') delete childEnv[k];
-  const r = spawnSync(cmd, args, { stdio: 'inherit', env: childEnv });
+  const report = join(reports, `${name.replace(/[^a-z]+/gi, '-')}.json`);
+  const vitest = args[0] === 'vitest';
+  const fullArgs = vitest
+    ? [...args, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`]
+    : args;
+  const r = spawnSync(cmd, fullArgs, { stdio: 'inherit', env: childEnv });
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   if (r.status === 0) {
     passed++;
@@ -64,7 +76,38 @@ for (const [name, cmd, args, env] of steps) {
   } else {
     failed++;
     process.stdout.write(`=== ${name}: FAILED (${secs}s)\n`);
+    failures.push({ name, lines: vitest ? failedTests(report) : [] });
   }
 }
 process.stdout.write(`\nsteps: ${passed} passed, ${failed} failed\n`);
+for (const { name, lines } of failures) {
+  process.stdout.write(`failed step: ${name}\n`);
+  for (const line of lines) process.stdout.write(`  ${line}\n`);
+}
+rmSync(reports, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);
+
+/** The failed tests (and failed files, such as a hook that threw) of a vitest JSON report, a few lines each. */
+function failedTests(file) {
+  let json;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return ['(no test report: the run stopped before writing one)'];
+  }
+  const out = [];
+  const brief = (text) =>
+    String(text ?? '')
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .split('\n')
+      .filter((l) => l.trim() && !l.includes('node_modules'))
+      .slice(0, 4)
+      .map((l) => `    ${l.slice(0, 300)}`);
+  for (const result of json.testResults ?? []) {
+    const path = relative(process.cwd(), result.name ?? '');
+    const tests = (result.assertionResults ?? []).filter((t) => t.status === 'failed');
+    for (const t of tests) out.push(`${path} > ${t.fullName}`, ...brief(t.failureMessages?.[0]));
+    if (!tests.length && result.status === 'failed') out.push(path, ...brief(result.message));
+  }
+  return out.length ? out : ['(the report names no failed test)'];
+}
