@@ -278,6 +278,15 @@ describe('the PTY host program itself (run on the host, without a board)', () =>
 const host = hostSupport();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-ptyhost-'));
 
+/** Python that opens terminals until the kernel refuses, and prints how many and the errno. */
+const OPENPTY_LOOP = `import os
+fds = []
+try:
+    while True:
+        m, s = os.openpty(); fds += [m, s]
+except OSError as e:
+    print(len(fds) // 2, e.errno)`;
+
 describe("a real board's PTY host", () => {
   let board: LocalDriver;
 
@@ -324,6 +333,27 @@ describe("a real board's PTY host", () => {
     p.write(`echo "=${tag}""=$(${command})=/${tag}""="\n`);
     return done;
   }
+
+  it("bounds the board's terminals from its boot: a program of its own run before any shell stops at the max", async () => {
+    // The first program of the board's may be a desktop's xterm or code-server's terminal rather than
+    // a shell. When the limit came with the first shell, its root could open terminals in a loop
+    // before that (3,071 here): Linux counts them machine-wide, so every other board's went with them.
+    const b = board as unknown as {
+      initPid: number;
+      runInBoard(argv: string[], user: string, ms: number): Promise<string>;
+    };
+    // Read from the host's /proc: the board's devpts as the kernel has it mounted.
+    const pts = fs
+      .readFileSync(`/proc/${b.initPid}/mountinfo`, 'latin1')
+      .split('\n')
+      .find((l) => l.split(' ')[4] === '/dev/pts');
+    expect(pts).toMatch(new RegExp(` - devpts .*\\bmax=${BOARD_TERMINALS}\\b`));
+    const held = await b.runInBoard(['python3', '-c', OPENPTY_LOOP], 'root', 30_000);
+    const [count, errno] = held.trim().split(/\s+/).map(Number);
+    expect(errno).toBe(28); // ENOSPC: the board's own limit
+    expect(count).toBeLessThanOrEqual(BOARD_TERMINALS);
+    expect(count).toBeGreaterThan(BOARD_TERMINALS - 20);
+  }, 60_000);
 
   it("gives shells a terminal of the board's own, sized as asked, with the job seen from the host", async () => {
     const p = await board.openShell({ cols: 91, rows: 33 });
@@ -650,19 +680,7 @@ describe("a real board's PTY host", () => {
     // Linux counts terminals machine-wide; a board's root opening them in a loop used to take them all
     // (3,071 here), and another board's next shell failed with "No space left on device".
     const p = await board.openShell({ cols: 120, rows: 40 });
-    const held = await run(
-      p,
-      `python3 -c "
-import os
-fds = []
-try:
-    while True:
-        m, s = os.openpty(); fds += [m, s]
-except OSError as e:
-    print(len(fds) // 2, e.errno)
-"`,
-      30_000,
-    );
+    const held = await run(p, `python3 -c '${OPENPTY_LOOP}'`, 30_000);
     const [count, errno] = held.trim().split(/\s+/).map(Number);
     expect(errno).toBe(28); // ENOSPC: the board's own limit
     expect(count).toBeLessThanOrEqual(BOARD_TERMINALS);

@@ -404,6 +404,8 @@ export class LocalDriver implements BoardDriver {
 
   private async bootOnce(reason: string, imageNote?: string): Promise<void> {
     let child: ChildProcess;
+    // Compiled while the sandbox comes up (once per service; a no-op after the first boot).
+    const hostBuilt = this.init.sandboxed ? this.ptyHostReady() : Promise.resolve(false);
     if (this.init.sandboxed) {
       child = this.spawnSandbox();
     } else {
@@ -484,6 +486,20 @@ export class LocalDriver implements BoardDriver {
       // only point at another file of the same board.
       if (this.init.sandboxed)
         await this.runInBoard(['/bin/sh', '-c', BOOT_SCRIPT, 'boot', this.hostname], 'root', this.timeoutMs);
+      // The board's PTY host starts with the board, and with it the limit on the board's terminals
+      // (its devpts's max, set by the terminal helper): before anything of the board's own runs, a
+      // desktop's xterm or code-server's terminal as much as a shell. Linux counts terminals
+      // machine-wide, so an unbounded board could take every other board's. Without it (no C
+      // compiler, a host that fails to start) the board still boots; shells retry the host.
+      if (await hostBuilt)
+        await this.boardPtyHost()
+          .warm()
+          .catch((err: Error) =>
+            this.init.log?.("a board's PTY host did not start with it", {
+              boardId: this.boardId,
+              why: err.message,
+            }),
+          );
       osName = await this.osName();
     } catch (err) {
       // The whole sandbox goes, as at a stop: killing only the launcher left the namespace's pid 1
@@ -616,6 +632,16 @@ export class LocalDriver implements BoardDriver {
     }
   }
 
+  private boardPtyHost(): BoardPtyHost {
+    this.ptyHost ??= new BoardPtyHost({
+      launch: () => this.enter('root', '/', 3),
+      env: { PATH: PATH_ENV },
+      timeoutMs: this.timeoutMs,
+      log: this.init.log,
+    });
+    return this.ptyHost;
+  }
+
   openShell(size: PtySize, env: Record<string, string> = {}): Promise<PtyHandle> {
     return this.spawnShell(size, 'root', env);
   }
@@ -629,17 +655,12 @@ export class LocalDriver implements BoardDriver {
       // Login shells come from the board's PTY host: a terminal of the board's own, no fork of the
       // service and no sandbox entry per shell (pty-host/). Another user's shell drops to that user
       // with the host's setpriv, as entering the board does (its groups from the board's /etc/group).
-      this.ptyHost ??= new BoardPtyHost({
-        launch: () => this.enter('root', '/', 3),
-        env: { PATH: PATH_ENV },
-        timeoutMs: this.timeoutMs,
-        log: this.init.log,
-      });
+      const ptyHost = this.boardPtyHost();
       const argv =
         u.uid === 0
           ? ['/bin/bash', '-l']
           : ['/usr/bin/setpriv', ...privsFor(u, this.userns), '/bin/bash', '-l'];
-      return this.ptyHost.open({ argv, env: this.shellEnv(user, env), cwd: u.home, size });
+      return ptyHost.open({ argv, env: this.shellEnv(user, env), cwd: u.home, size });
     }
     const { file, args } = this.enter(user, u.home);
     // The PTY node-pty opens lives in the host's devpts, which the board cannot see; `script`

@@ -496,6 +496,8 @@ export class BoardPtyHost {
   /** The host's descriptors of that ptmx and of its devpts root, as its ready frame said. */
   private ptmxFd = -1;
   private ptsFd = -1;
+  /** Whether the terminal helper set this host's devpts's max (BOARD_TERMINALS). */
+  private bounded = false;
 
   constructor(private readonly opts: PtyHostOptions) {}
 
@@ -589,6 +591,7 @@ export class BoardPtyHost {
    */
   private async takePtmx(child: ChildProcess, fd: number): Promise<BoardPtyHost['ptmx']> {
     const entry = child.pid;
+    this.bounded = false;
     if (!entry) return null;
     try {
       const ctl = await ptyCtl();
@@ -600,6 +603,7 @@ export class BoardPtyHost {
         Number,
       );
       if (![held, uid, gid].every(Number.isSafeInteger)) throw new Error('the helper answered nonsense');
+      this.bounded = bounded === 1;
       if (bounded !== 1)
         this.opts.log?.("a board's terminals are not bounded: its devpts has no max", {
           offered: bound !== '',
@@ -661,6 +665,15 @@ export class BoardPtyHost {
       } catch {}
     }
     return undefined;
+  }
+
+  /**
+   * Starts the host now rather than at the first shell (a board's boot): the terminal helper then
+   * takes its ptmx and bounds its devpts. Answers whether the board's terminals are bounded.
+   */
+  async warm(): Promise<boolean> {
+    await this.start();
+    return this.bounded;
   }
 
   private start(): Promise<ChildProcess> {
