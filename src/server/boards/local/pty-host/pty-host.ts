@@ -42,6 +42,15 @@ const FLOOD_WAIT_MS = 1;
 export const BOARD_TERMINALS = 512;
 /** A terminal whose input is full is tried again this often. */
 const INPUT_RETRY_MS = 2;
+/**
+ * A closed shell whose program is still there this long after its SIGHUP gets another, and after
+ * CLOSE_KILL_MS a SIGKILL. bash can lose a SIGHUP: one that lands as readline goes back to waiting
+ * for input is caught and only looked at after the next key, which never comes (seen in the tests:
+ * bash asleep in pselect with nothing pending, the tab's close waiting forever). A program that
+ * ignores SIGHUP does not keep a closed shell open either.
+ */
+const CLOSE_AGAIN_MS = 500;
+const CLOSE_KILL_MS = 3000;
 
 let program: Promise<number> | undefined;
 
@@ -334,6 +343,8 @@ class HostShell implements PtyHandle {
 
   end(info: { exitCode: number | null; reason?: string }): void {
     if (this.ended) return;
+    if (this.closing) clearTimeout(this.closing);
+    this.closing = null;
     const m = this.master;
     m?.flush?.(); // what was read before the end goes out before it
     this.ended = true;
@@ -473,8 +484,27 @@ class HostShell implements PtyHandle {
   close(): void {
     if (this.ended) return;
     // A program already gone whose last output waits unread (paused): nobody wants it any more.
-    if (this.exitedWith) this.end(this.exitedWith);
-    else this.host.send(ToHost.signal, this.id, Buffer.from('SIGHUP'));
+    if (this.exitedWith) {
+      this.end(this.exitedWith);
+      return;
+    }
+    this.signal('SIGHUP');
+    if (this.closing) return;
+    const t0 = Date.now();
+    const again = () => {
+      this.closing = null;
+      if (this.ended || this.exitedWith) return;
+      const late = Date.now() - t0 >= CLOSE_KILL_MS;
+      this.signal(late ? 'SIGKILL' : 'SIGHUP');
+      if (!late) this.closing = setTimeout(again, CLOSE_KILL_MS - CLOSE_AGAIN_MS);
+    };
+    this.closing = setTimeout(again, CLOSE_AGAIN_MS);
+  }
+
+  private closing: NodeJS.Timeout | null = null;
+
+  private signal(name: 'SIGHUP' | 'SIGKILL'): void {
+    this.host.send(ToHost.signal, this.id, Buffer.from(name));
   }
 }
 
