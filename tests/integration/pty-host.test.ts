@@ -676,34 +676,27 @@ describe("a real board's PTY host", () => {
     expect(Date.now() - t0).toBeLessThan(500);
   }, 60_000);
 
-  it('closes a shell whose program lost the first SIGHUP, with a second', async () => {
-    // bash loses a SIGHUP that lands as readline goes back to waiting for input: it is caught, and
-    // looked at only after the next key. A program that takes the first SIGHUP and goes on stands
-    // for that here, where the race itself is too narrow to hit on purpose.
-    const p = await board.openShell({ cols: 120, rows: 40 });
-    const end = ended(p);
-    const out = new Output(p);
-    p.write(`exec sh -c 'trap "trap - HUP" HUP; echo =ARMED""-END=; while :; do sleep 0.1; done'\n`);
-    await until(() => out.has('=ARMED-END='), 10_000);
-    const t0 = Date.now();
-    p.close();
-    const info = await end;
-    expect(info.reason).toBe('signal 1');
-    expect(Date.now() - t0).toBeLessThan(2500);
-  }, 20_000);
-
-  it('closes a shell whose program ignores SIGHUP, with a SIGKILL', async () => {
-    const p = await board.openShell({ cols: 120, rows: 40 });
-    const end = ended(p);
-    const out = new Output(p);
-    p.write(`exec sh -c 'trap "" HUP; echo =DEAF""-END=; while :; do sleep 0.1; done'\n`);
-    await until(() => out.has('=DEAF-END='), 10_000);
-    const t0 = Date.now();
-    p.close();
-    const info = await end;
-    expect(info.reason).toBe('signal 9');
-    expect(Date.now() - t0).toBeLessThan(6000);
-  }, 20_000);
+  // bash loses a SIGHUP that lands as readline goes back to waiting for input: it is caught, and
+  // looked at only after the next key. A program that takes the first SIGHUP and goes on stands for
+  // that here, where the race itself is too narrow to hit on purpose.
+  it.each([
+    { what: 'lost the first SIGHUP, with a second', trap: 'trap - HUP', reason: 'signal 1', within: 2500 },
+    { what: 'ignores SIGHUP, with a SIGKILL', trap: '', reason: 'signal 9', within: 6000 },
+  ])(
+    'closes a shell whose program $what',
+    async ({ trap, reason, within }) => {
+      const p = await board.openShell({ cols: 120, rows: 40 });
+      const end = ended(p);
+      const out = new Output(p);
+      p.write(`exec sh -c 'trap "${trap}" HUP; echo =ARMED""-END=; while :; do sleep 0.1; done'\n`);
+      await until(() => out.has('=ARMED-END='), 10_000);
+      const t0 = Date.now();
+      p.close();
+      expect((await end).reason).toBe(reason);
+      expect(Date.now() - t0).toBeLessThan(within);
+    },
+    20_000,
+  );
 
   it("cannot take the machine's terminals from the other boards: its devpts stops at its own max", async () => {
     // Linux counts terminals machine-wide; a board's root opening them in a loop used to take them all
