@@ -490,15 +490,13 @@ class HostShell implements PtyHandle {
     }
     this.signal('SIGHUP');
     if (this.closing) return;
-    const t0 = Date.now();
-    const again = () => {
-      this.closing = null;
-      if (this.ended || this.exitedWith) return;
-      const late = Date.now() - t0 >= CLOSE_KILL_MS;
-      this.signal(late ? 'SIGKILL' : 'SIGHUP');
-      if (!late) this.closing = setTimeout(again, CLOSE_KILL_MS - CLOSE_AGAIN_MS);
-    };
-    this.closing = setTimeout(again, CLOSE_AGAIN_MS);
+    // (end() clears the timer; a program that has exited gets no more signals.)
+    this.closing = setTimeout(() => {
+      if (!this.exitedWith) this.signal('SIGHUP');
+      this.closing = setTimeout(() => {
+        if (!this.exitedWith) this.signal('SIGKILL');
+      }, CLOSE_KILL_MS - CLOSE_AGAIN_MS);
+    }, CLOSE_AGAIN_MS);
   }
 
   private closing: NodeJS.Timeout | null = null;
@@ -526,8 +524,6 @@ export class BoardPtyHost {
   /** The host's descriptors of that ptmx and of its devpts root, as its ready frame said. */
   private ptmxFd = -1;
   private ptsFd = -1;
-  /** Whether the terminal helper set this host's devpts's max (BOARD_TERMINALS). */
-  private bounded = false;
 
   constructor(private readonly opts: PtyHostOptions) {}
 
@@ -621,7 +617,6 @@ export class BoardPtyHost {
    */
   private async takePtmx(child: ChildProcess, fd: number): Promise<BoardPtyHost['ptmx']> {
     const entry = child.pid;
-    this.bounded = false;
     if (!entry) return null;
     try {
       const ctl = await ptyCtl();
@@ -633,7 +628,6 @@ export class BoardPtyHost {
         Number,
       );
       if (![held, uid, gid].every(Number.isSafeInteger)) throw new Error('the helper answered nonsense');
-      this.bounded = bounded === 1;
       if (bounded !== 1)
         this.opts.log?.("a board's terminals are not bounded: its devpts has no max", {
           offered: bound !== '',
@@ -699,11 +693,10 @@ export class BoardPtyHost {
 
   /**
    * Starts the host now rather than at the first shell (a board's boot): the terminal helper then
-   * takes its ptmx and bounds its devpts. Answers whether the board's terminals are bounded.
+   * takes its ptmx and bounds its devpts (a board it could not bound is logged by takePtmx).
    */
-  async warm(): Promise<boolean> {
+  async warm(): Promise<void> {
     await this.start();
-    return this.bounded;
   }
 
   private start(): Promise<ChildProcess> {
