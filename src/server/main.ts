@@ -2,10 +2,14 @@
 // listen, print the URL, and shut down gracefully on SIGINT/SIGTERM.
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
+import { applyGcPolicy } from './system/gc-policy.ts';
 
 // Everything this process creates (the data dir's database, keys, avatars) is private to its user
 // unless a mode is set explicitly afterwards; see system/data-dir.ts. Child processes inherit it.
 process.umask(0o077);
+
+// Full collections only when the heap has doubled past what is live (system/gc-policy.ts).
+applyGcPolicy();
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
