@@ -15,7 +15,9 @@
 //     `truncated`, and the last acknowledgement covers the whole stream;
 //   - echo during the flood: keydown in B → B's echo frame handled by the page's main thread (a busy
 //     main thread delays it, so this is what a user feels as lag), p50 / p99 / max;
-//   - the page's main thread: the longest gap between animation frames during the flood.
+//   - where the echo waited: keydown → the page's input SEND, and that SEND → the echo handled;
+//   - the page's main thread: how long a posted message waits for it (a probe every 37 ms), and the
+//     longest gap between animation frames during the flood.
 // BENCH_FLOOD_TRACE=file.json also records Chromium's devtools timeline of the flood (long tasks).
 import { performance } from 'node:perf_hooks';
 import { ADMIN_PASSWORD, passwordLogin, requestBoard } from '../e2e/helpers/api.ts';
@@ -36,7 +38,7 @@ const TRACE = process.env.BENCH_FLOOD_TRACE;
  * string: a TypeScript function would reach the page with the loader's helpers in it.
  */
 const INSTRUMENT = `(() => {
-  const f = (window.__flood = { rx: [], acks: [], keys: [], frames: [] });
+  const f = (window.__flood = { rx: [], acks: [], keys: [], frames: [], inputs: [], lag: [] });
   const dec = new TextDecoder('latin1');
   const header = (bytes) => {
     const text = dec.decode(bytes.subarray(0, Math.min(bytes.length, 600)));
@@ -71,6 +73,7 @@ const INSTRUMENT = `(() => {
         const dest = (/\\ndestination:([^\\n]*)/.exec(text) || [])[1] || '';
         const off = (/\\noffset:([^\\n]*)/.exec(text) || [])[1];
         if (dest.endsWith('/ack') && off) f.acks.push({ t: performance.now(), dest, offset: Number(off) });
+        if (dest.endsWith('/input')) f.inputs.push({ t: performance.now(), dest });
       }
       super.send(data);
     }
@@ -82,6 +85,14 @@ const INSTRUMENT = `(() => {
     requestAnimationFrame(tick);
   };
   requestAnimationFrame(tick);
+  // How soon the main thread takes a task of ordinary priority: a posted message every 37 ms.
+  const probe = new MessageChannel();
+  let postedAt = 0;
+  probe.port1.onmessage = () => f.lag.push([postedAt, performance.now() - postedAt]);
+  setInterval(() => {
+    postedAt = performance.now();
+    probe.port2.postMessage(0);
+  }, 37);
 })();`;
 
 interface Flood {
@@ -89,6 +100,9 @@ interface Flood {
   acks: Array<{ t: number; dest: string; offset: number }>;
   keys: number[];
   frames: number[];
+  inputs: Array<{ t: number; dest: string }>;
+  /** [posted at, ms until it ran] of the posted-message probe. */
+  lag: Array<[number, number]>;
 }
 const pct = (xs: number[], p: number) =>
   xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN;
@@ -174,11 +188,25 @@ async function main() {
     const keys = f.keys.slice(keysFrom);
     const rxB = f.rx.filter((r) => r.dest === destB);
     const echo: number[] = [];
+    // The same split at the page's send: keydown → its input SEND (the page's own turn), and that
+    // SEND → the echo frame handled (the wire, the service, the terminal, and the page's queue).
+    const inB = f.inputs.filter((x) => x.dest === `/app/shell/${idB}/input`);
+    const toSend: number[] = [];
+    const fromSend: number[] = [];
     let j = 0;
+    let s = 0;
     for (const k of keys) {
       while (j < rxB.length && rxB[j].t < k) j++;
-      if (j < rxB.length) echo.push(rxB[j].t - k);
+      while (s < inB.length && inB[s].t < k) s++;
+      if (j < rxB.length) {
+        echo.push(rxB[j].t - k);
+        if (s < inB.length && inB[s].t <= rxB[j].t) {
+          toSend.push(inB[s].t - k);
+          fromSend.push(rxB[j].t - inB[s].t);
+        }
+      }
       j++;
+      s++;
     }
     const during = f.frames.filter((t) => t >= startAt && t <= doneAt);
     let longest = 0;
@@ -193,6 +221,13 @@ async function main() {
     );
     console.log(
       `echo in B during the flood (${echo.length} keys): p50 ${pct(echo, 50).toFixed(1)} ms, p99 ${pct(echo, 99).toFixed(1)} ms, max ${Math.max(...echo).toFixed(1)} ms`,
+    );
+    console.log(
+      `  of which keydown → input sent p50 ${pct(toSend, 50).toFixed(1)} / p99 ${pct(toSend, 99).toFixed(1)} ms, sent → echo handled p50 ${pct(fromSend, 50).toFixed(1)} / p99 ${pct(fromSend, 99).toFixed(1)} ms (${fromSend.length} keys)`,
+    );
+    const lag = f.lag.filter(([t]) => t >= startAt && t <= doneAt).map(([, d]) => d);
+    console.log(
+      `  a posted message waited for the main thread p50 ${pct(lag, 50).toFixed(1)} / p90 ${pct(lag, 90).toFixed(1)} / p99 ${pct(lag, 99).toFixed(1)} ms (${lag.length} probes)`,
     );
     console.log(
       `main thread: longest gap between animation frames ${longest.toFixed(0)} ms (${during.length} frames)`,
