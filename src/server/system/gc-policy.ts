@@ -9,6 +9,15 @@
 // ../shared/bench). Growing the heap by 100 % past what is live after each collection instead (V8's
 // own factor ranges from 1.1 to 4) takes them to 0–3 per flood: service CPU per GiB 7.2–10 s → 2.5–3.9
 // s in alternated runs, for at most twice the live heap in memory.
+//
+// V8's memory reducer is off (`--no-memory-reducer`, a flag of the node command: V8 sets the reducer
+// up with the heap, so setting it later does nothing). When allocation is slow — someone typing in a
+// shell — it takes the service for idle and runs full collections to shrink the heap, each stopping
+// the event loop for 2–16 ms and marking in steps for 14–21 ms more. Over 4,000 keystrokes 5 ms apart
+// it ran one to three of them: the slowest echo took 11–40 ms with it (six runs) and 7.6–13.3 ms
+// without (three), p99 2.8–3.7 against 2.7–3.1 ms (echo traces against the service on PostgreSQL,
+// alternated). The heap it would give back is about 35 MB. `npm start`, `npm run serve` and the
+// tests' service start the node command with SERVICE_NODE_FLAGS.
 
 import v8 from 'node:v8';
 
@@ -22,3 +31,6 @@ export const GC_FLAGS = [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`] as co
 export function applyGcPolicy(setFlags: (flags: string) => void = v8.setFlagsFromString): void {
   for (const f of GC_FLAGS) setFlags(f);
 }
+
+/** Flags of the `node` command that starts the service (V8 reads them only as it sets up the heap). */
+export const SERVICE_NODE_FLAGS = ['--no-memory-reducer'] as const;

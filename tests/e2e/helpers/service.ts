@@ -1,5 +1,5 @@
-// Starts the real service as a child process (`node --import tsx src/server/main.ts`) on a free
-// port with a fresh data directory, waits for /api/health, and stops it again. The console it
+// Starts the real service as a child process (`node --no-memory-reducer --import tsx
+// src/server/main.ts`, as `npm start` does) on a free port with a fresh data directory, waits for /api/health, and stops it again. The console it
 // serves is the built one in dist/web, built here first when missing or older than its sources.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -7,6 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SERVICE_NODE_FLAGS } from '#server/system/gc-policy.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const WEB_DIR = process.env.BIANBU_WEB_DIR
@@ -86,11 +87,15 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
   };
   if (!('DATABASE_URL' in env)) delete childEnv.DATABASE_URL;
   if (!('REDIS_URL' in env)) delete childEnv.REDIS_URL;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], {
-    cwd: ROOT,
-    env: childEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...SERVICE_NODE_FLAGS, '--import', 'tsx', 'src/server/main.ts'],
+    {
+      cwd: ROOT,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout?.on('data', (d: Buffer) => {
     out += d.toString();
   });
