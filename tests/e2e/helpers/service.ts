@@ -1,6 +1,7 @@
 // Starts the real service as a child process (`node --no-memory-reducer --import tsx
-// src/server/main.ts`, as `npm start` does) on a free port with a fresh data directory, waits for /api/health, and stops it again. The console it
-// serves is the built one in dist/web, built here first when missing or older than its sources.
+// src/server/main.ts`, as `npm start` does) on a free port with a fresh data directory, waits for
+// /api/health, and stops it again. The console it serves is the built one in dist/web, built here
+// first when missing or older than its sources.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
