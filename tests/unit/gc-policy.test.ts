@@ -35,5 +35,10 @@ describe("the service's garbage-collection policy", () => {
     }
     const helper = fs.readFileSync('tests/e2e/helpers/service.ts', 'utf8');
     expect(helper).toContain("[...SERVICE_NODE_FLAGS, '--import', 'tsx', 'src/server/main.ts']");
+    // `npm run dev` (a .mjs script, which cannot import the list) spells the flags out.
+    const dev = /spawn\('node', \[([^\]]*)'src\/server\/main\.ts'\]/.exec(
+      fs.readFileSync('scripts/dev.mjs', 'utf8'),
+    );
+    for (const f of SERVICE_NODE_FLAGS) expect(dev?.[1] ?? '', 'npm run dev').toContain(`'${f}'`);
   });
 });
