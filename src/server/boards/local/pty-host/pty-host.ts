@@ -135,14 +135,22 @@ interface Master {
   ended?: () => void;
 }
 
-/** Stops reading a stream's handle now (not only its events), so another may read the terminal. */
-function stopReading(stream: tty.ReadStream): void {
+/**
+ * Stops reading a stream's handle now (not only its events), so another may read the terminal. Node
+ * has no public call for it: a paused stream's handle goes on reading into the stream's buffer. This
+ * uses the handle's `readStop` and `reading` (Node's own net and tty streams use them so); where a
+ * Node lacks `readStop` it stops nothing and answers false, and the caller keeps reading itself — two
+ * readers of one terminal would split its bytes between them. tests/unit/pty-reader.test.ts holds this
+ * Node to it.
+ */
+export function stopReading(stream: tty.ReadStream): boolean {
+  const h = (stream as unknown as { _handle?: { reading?: boolean; readStop?: unknown } })._handle;
+  if (!h || typeof h.readStop !== 'function') return false;
   stream.pause();
-  const h = (stream as unknown as { _handle?: { reading?: boolean; readStop?: () => number } })._handle;
-  if (h?.reading && h.readStop) {
-    h.reading = false;
-    h.readStop();
-  }
+  // `reading` is the stream's note of it: cleared, resume() starts the handle again.
+  h.reading = false;
+  (h.readStop as () => number).call(h);
+  return true;
 }
 
 class HostShell implements PtyHandle {
@@ -259,7 +267,7 @@ class HostShell implements PtyHandle {
   private handOff(m: Master): boolean {
     const ctl = this.host.ctl;
     if (!ctl || m.mode !== 'self' || this.paused || this.ended) return false;
-    stopReading(m.stream);
+    if (!stopReading(m.stream)) return false;
     if (m.stream.readableLength > 0) {
       m.stream.resume(); // a read already waits in the stream: it stays the reader, in order
       return false;
