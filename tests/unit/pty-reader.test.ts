@@ -62,10 +62,13 @@ describe('stopping the service’s read of a terminal', () => {
 
   it('says so, and stops nothing, where the stream has no such handle', () => {
     let paused = false;
-    const noHandle = { pause: () => void (paused = true) } as unknown as tty.ReadStream;
+    const pause = () => {
+      paused = true;
+    };
+    const noHandle = { pause } as unknown as tty.ReadStream;
     expect(stopReading(noHandle)).toBe(false);
     const otherHandle = {
-      pause: () => void (paused = true),
+      pause,
       _handle: { reading: true, readStopped: () => 0 },
     } as unknown as tty.ReadStream;
     expect(stopReading(otherHandle)).toBe(false);
