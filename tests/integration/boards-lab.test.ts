@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StateChange } from '#server/boards/lab.ts';
+import { BOARD_TERMINALS, machineTerminals, terminalBudget } from '#server/boards/local/pty-host/budget.ts';
 import { ManualClock } from '#server/clock.ts';
 import { freshStorage, makeTestApp, type TestApp } from './helpers/app.ts';
 import { freePort, startSshd, type TestSshd } from './helpers/sshd.ts';
@@ -251,6 +252,41 @@ describe('a lab file', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("gives each local board a smaller share of the machine's terminals when they do not all fit at 512", async () => {
+    // Linux counts terminals machine-wide (budget.ts): seven boards at 512 would overfill the default
+    // pool of 3,072, and the last to ask would find none. Each board's devpts max is its share.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-labfile-'));
+    const file = path.join(dir, 'lab.yaml');
+    const ids = ['t1', 't2', 't3', 't4', 't5', 't6', 't7'];
+    const board = (id: string) =>
+      `  - id: ${id}\n    name: ${id}\n    model: T\n    driver: local\n    options: { memoryMb: 128, diskQuotaMb: 32 }\n`;
+    fs.writeFileSync(file, `boards:\n${ids.map(board).join('')}`);
+    const db = await freshStorage();
+    const lab = await makeTestApp({ env: { BIANBU_LAB_FILE: file }, storage: db.storage });
+    try {
+      const { perBoard } = terminalBudget(ids.length, machineTerminals());
+      expect(perBoard).toBeLessThan(BOARD_TERMINALS);
+      const maxOf = (id: string): string | undefined => {
+        const pid = (lab.app.boards.driver(id) as unknown as { initPid?: number }).initPid;
+        if (!pid) return undefined;
+        const line = fs
+          .readFileSync(`/proc/${pid}/mountinfo`, 'latin1')
+          .split('\n')
+          .find((l) => l.split(' ')[4] === '/dev/pts');
+        return /\bmax=(\d+)\b/.exec(line ?? '')?.[1];
+      };
+      const end = Date.now() + 90_000;
+      while (ids.some((id) => maxOf(id) === undefined) && Date.now() < end)
+        await new Promise((r) => setTimeout(r, 200));
+      expect(ids.map(maxOf)).toEqual(ids.map(() => String(perBoard)));
+    } finally {
+      await lab.close();
+      await db.storage.close();
+      await db.drop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('stops the start with a line naming the fault of a bad lab file', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-labfile-'));

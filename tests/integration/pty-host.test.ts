@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PtyHandle } from '#server/boards/driver.ts';
 import { hostSupport } from '#server/boards/local/host-support.ts';
 import { LocalDriver } from '#server/boards/local/local-driver.ts';
-import { BOARD_TERMINALS, BoardPtyHost } from '#server/boards/local/pty-host/pty-host.ts';
+import { BOARD_TERMINALS } from '#server/boards/local/pty-host/budget.ts';
+import { BoardPtyHost } from '#server/boards/local/pty-host/pty-host.ts';
 import { localDriverOptions } from '#shared/boards.ts';
 
 /**
@@ -763,4 +764,52 @@ describe("a real board's PTY host", () => {
     expect(await run(next, 'echo again')).toBe('again');
     next.close();
   });
+});
+
+describe("a board given a smaller share of the machine's terminals", () => {
+  // With more local boards than the pool holds at 512 each, the lab gives each a smaller share
+  // (budget.ts); the board's root then stops at that share, not at 512.
+  const SHARE = 40;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-ptyshare-'));
+  let board: LocalDriver;
+
+  beforeAll(async () => {
+    if (!host.userns) throw new Error(`board isolation is not available: ${host.missing.join('; ')}`);
+    board = new LocalDriver({
+      boardId: 'pb',
+      name: 'pb',
+      model: 'Test Board',
+      options: localDriverOptions.parse({ memoryMb: 256, diskQuotaMb: 64, maxProcesses: 256 }),
+      boardDir: path.join(dir, 'data', 'boards', 'pb'),
+      pluginsDir: path.join(dir, 'plugins'),
+      sandboxed: true,
+      terminals: SHARE,
+    });
+    await board.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await board?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('mounts its devpts with that max, and a loop of openpty as its root stops there', async () => {
+    const b = board as unknown as {
+      initPid: number;
+      runInBoard(argv: string[], user: string, ms: number): Promise<string>;
+    };
+    const pts = fs
+      .readFileSync(`/proc/${b.initPid}/mountinfo`, 'latin1')
+      .split('\n')
+      .find((l) => l.split(' ')[4] === '/dev/pts');
+    expect(pts).toMatch(new RegExp(` - devpts .*\\bmax=${SHARE}\\b`));
+    const held = await b.runInBoard(['python3', '-c', OPENPTY_LOOP], 'root', 30_000);
+    const [count, errno] = held.trim().split(/\s+/).map(Number);
+    expect(errno).toBe(28); // ENOSPC at the board's share
+    expect(count).toBeLessThanOrEqual(SHARE);
+    expect(count).toBeGreaterThan(SHARE - 10);
+    // Its shells still open once the loop's terminals are closed.
+    const p = await board.openShell({ cols: 80, rows: 24 });
+    p.close();
+  }, 60_000);
 });

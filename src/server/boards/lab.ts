@@ -22,6 +22,7 @@ import { type BoardDriver, Capability, DriverError, type MetricsSample } from '.
 import { defaultLab, readLabFile } from './labfile.ts';
 import { hostSupport } from './local/host-support.ts';
 import { LocalDriver } from './local/local-driver.ts';
+import { BOARD_TERMINALS, machineTerminals, terminalBudget } from './local/pty-host/budget.ts';
 import { readMetricsSince } from './metrics-store.ts';
 import { SshDriver } from './ssh/ssh-driver.ts';
 
@@ -103,6 +104,8 @@ export class BoardLab {
   private stopped = false;
   /** False when boards cannot be isolated here and unsandboxed boards were not allowed: local boards stay down. */
   readonly localBoardsRun: boolean;
+  /** How many local boards the last terminal-budget warning was for (said once per count). */
+  private terminalsSaid = -1;
   readonly pluginsDir: string;
 
   constructor(private readonly app: FastifyInstance) {
@@ -201,7 +204,7 @@ export class BoardLab {
     else if (existing.retired_at) await this.event(b.id, 'restored', null, existing.state, source);
   }
 
-  private driverFor(r: BoardRow): BoardDriver {
+  private driverFor(r: BoardRow, terminals?: number): BoardDriver {
     const log = (msg: string, extra?: Record<string, unknown>) =>
       this.app.log.warn({ boardId: r.id, ...extra }, msg);
     if (r.driver === 'local') {
@@ -216,6 +219,7 @@ export class BoardLab {
         pluginsDir: this.pluginsDir,
         sandboxed: hostSupport().userns,
         codeServerDir: this.app.config.BIANBU_CODE_SERVER_DIR || null,
+        terminals,
         log,
       });
     }
@@ -238,7 +242,7 @@ export class BoardLab {
     }
     let d: BoardDriver;
     try {
-      d = this.driverFor(r);
+      d = this.driverFor(r, r.driver === 'local' ? await this.terminalsPerBoard() : undefined);
     } catch (err) {
       await this.markHealth(r.id, false, (err as Error).message.slice(0, 200));
       return;
@@ -251,6 +255,26 @@ export class BoardLab {
       this.app.log.warn({ boardId: r.id, err: (err as Error).message }, 'board did not start');
       await this.markHealth(r.id, false, err instanceof DriverError ? err.key : BoardErrorKey.driverFailed);
     }
+  }
+
+  /**
+   * Each local board's share of the machine's terminals (pty-host/budget.ts), for the boards declared
+   * now. Said once in the log when they do not all get BOARD_TERMINALS.
+   */
+  private async terminalsPerBoard(): Promise<number> {
+    const boards = (await this.rows({ includeRetired: false })).filter((x) => x.driver === 'local').length;
+    const pool = machineTerminals();
+    const { perBoard, fits } = terminalBudget(boards, pool);
+    if (perBoard < BOARD_TERMINALS && this.terminalsSaid !== boards) {
+      this.terminalsSaid = boards;
+      this.app.log.warn(
+        { boards, perBoard, ptyMax: pool.max, ptyReserve: pool.reserve, fits },
+        fits
+          ? "local boards share the machine's terminals: each may hold fewer at once"
+          : "local boards overfill the machine's terminals: raise kernel.pty.max",
+      );
+    }
+    return perBoard;
   }
 
   private async stopDriver(id: string): Promise<void> {

@@ -87,6 +87,8 @@ export interface LocalBoardInit {
   runDir?: string;
   /** The host's code-server install (code-server.ts; default DEFAULT_CODE_SERVER_DIR); null: none. */
   codeServerDir?: string | null;
+  /** Terminals the board may hold at once (pty-host/budget.ts; default BOARD_TERMINALS). */
+  terminals?: number;
 }
 
 export const DEFAULT_RUN_DIR = '/run/bianbu-boards';
@@ -638,6 +640,7 @@ export class LocalDriver implements BoardDriver {
       env: { PATH: PATH_ENV },
       timeoutMs: this.timeoutMs,
       log: this.init.log,
+      terminals: this.init.terminals,
     });
     return this.ptyHost;
   }

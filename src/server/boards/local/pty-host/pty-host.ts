@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import tty from 'node:tty';
 import { DriverError, type PtyHandle, type PtySize } from '../../driver.ts';
 import { withTimeout } from '../../util.ts';
+import { BOARD_TERMINALS } from './budget.ts';
 import { compileProgram } from './compile.ts';
 import { type PtyCtl, ptyCtl } from './ctl.ts';
 import { type Frame, FrameReader, FromCtl, FromHost, frame, MAX_FRAME, ToHost } from './protocol.ts';
@@ -35,11 +36,6 @@ const GATHER = 64 * 1024;
  */
 const FULL_READ = 4095;
 const FLOOD_WAIT_MS = 1;
-/**
- * Terminals one board may hold at once (its devpts's max=, set by the helper): Linux counts terminals
- * machine-wide (kernel.pty.max less its reserve, 3,072 by default, for all boards together).
- */
-export const BOARD_TERMINALS = 512;
 /** A terminal whose input is full is tried again this often. */
 const INPUT_RETRY_MS = 2;
 /**
@@ -95,6 +91,8 @@ export interface PtyHostOptions {
   env: Record<string, string>;
   timeoutMs: number;
   log?: (msg: string, data?: Record<string, unknown>) => void;
+  /** The board's devpts max= (budget.ts; default BOARD_TERMINALS). */
+  terminals?: number;
 }
 
 export interface OpenSpec {
@@ -631,7 +629,7 @@ export class BoardPtyHost {
       const kids = fs.readFileSync(`/proc/${entry}/task/${entry}/children`, 'latin1').trim().split(/\s+/);
       if (kids.length !== 1 || !/^\d+$/.test(kids[0]))
         throw new Error(`the entry has ${kids.length} children`);
-      const bound = this.ptsFd >= 0 ? ` ${this.ptsFd} ${BOARD_TERMINALS}` : '';
+      const bound = this.ptsFd >= 0 ? ` ${this.ptsFd} ${this.opts.terminals ?? BOARD_TERMINALS}` : '';
       const [held, uid, gid, bounded] = (await ctl.request(`ptmx ${kids[0]} ${entry} ${fd}${bound}`)).map(
         Number,
       );
