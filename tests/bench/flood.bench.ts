@@ -16,10 +16,14 @@
 //   - echo during the flood: keydown in B → B's echo frame handled by the page's main thread (a busy
 //     main thread delays it, so this is what a user feels as lag), p50 / p99 / max;
 //   - where the echo waited: keydown → the page's input SEND, and that SEND → the echo handled;
+//   - echo at rest, before the flood (what typing feels like every day): 60 keys into B, keydown → echo
+//     handled, and keydown → the echo in B's rows (the first change to xterm's DOM rows after the echo
+//     frame; with the WebGL renderer there are no rows, and only the first figure is given);
 //   - the page's main thread: how long a posted message waits for it (a probe every 37 ms), and the
 //     longest gap between animation frames during the flood.
 // BENCH_FLOOD_TRACE=file.json also records Chromium's devtools timeline of the flood (long tasks).
 import { performance } from 'node:perf_hooks';
+import type { Locator, Page } from 'playwright-core';
 import { ADMIN_PASSWORD, passwordLogin, requestBoard } from '../e2e/helpers/api.ts';
 import { launchChromium } from '../e2e/helpers/chromium.ts';
 import { signedInContext } from '../e2e/helpers/context.ts';
@@ -38,7 +42,7 @@ const TRACE = process.env.BENCH_FLOOD_TRACE;
  * string: a TypeScript function would reach the page with the loader's helpers in it.
  */
 const INSTRUMENT = `(() => {
-  const f = (window.__flood = { rx: [], acks: [], keys: [], frames: [], inputs: [], lag: [] });
+  const f = (window.__flood = { rx: [], acks: [], keys: [], frames: [], inputs: [], lag: [], dom: [] });
   const dec = new TextDecoder('latin1');
   const header = (bytes) => {
     const text = dec.decode(bytes.subarray(0, Math.min(bytes.length, 600)));
@@ -84,7 +88,9 @@ const INSTRUMENT = `(() => {
     f.frames.push(performance.now());
     requestAnimationFrame(tick);
   };
-  requestAnimationFrame(tick);
+  // Started with the flood: a page that draws every frame makes Chromium hold the echo of a key back
+  // until the next frame (src/web/terminal/cursor-blink.ts), which would skew the echo at rest.
+  window.__floodFrames = () => requestAnimationFrame(tick);
   // How soon the main thread takes a task of ordinary priority: a posted message every 37 ms.
   const probe = new MessageChannel();
   let postedAt = 0;
@@ -103,9 +109,64 @@ interface Flood {
   inputs: Array<{ t: number; dest: string }>;
   /** [posted at, ms until it ran] of the posted-message probe. */
   lag: Array<[number, number]>;
+  /** When B's xterm rows changed (a MutationObserver, DOM renderer only). */
+  dom: number[];
 }
 const pct = (xs: number[], p: number) =>
   xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN;
+
+/**
+ * Typing with nothing else going on: REST_KEYS keys into a shell running `cat` with the terminal's
+ * echo, REST_GAP_MS apart. Per key: keydown → its echo frame handled by the page, and keydown → the
+ * first change to the pane's xterm rows after that frame (the DOM renderer draws in an animation frame).
+ */
+const REST_KEYS = 60;
+const REST_GAP_MS = 60;
+async function echoAtRest(
+  page: Page,
+  pane: Locator,
+  dest: string,
+): Promise<{ handled: number[]; shown: number[]; sent: number[] }> {
+  await pane.evaluate((el) => {
+    const f = (window as unknown as { __flood: Flood }).__flood;
+    const rows = el.querySelector('.xterm-rows');
+    if (rows)
+      new MutationObserver(() => f.dom.push(performance.now())).observe(rows, {
+        childList: true,
+        subtree: true,
+        characterData: true,
+      });
+  });
+  await pane.locator('.xterm-screen').click();
+  await page.waitForTimeout(300);
+  const from = await page.evaluate(() => performance.now());
+  for (let i = 0; i < REST_KEYS; i++) {
+    await page.keyboard.press('w');
+    await page.waitForTimeout(REST_GAP_MS);
+  }
+  await page.waitForTimeout(300);
+  const f = await page.evaluate(() => (window as unknown as { __flood: Flood }).__flood);
+  const keys = f.keys.filter((t) => t >= from);
+  const rx = f.rx.filter((r) => r.dest === dest && r.t >= from);
+  const inputs = f.inputs.filter((x) => x.t >= from && dest.endsWith(x.dest.split('/')[3] ?? '-'));
+  const handled: number[] = [];
+  const shown: number[] = [];
+  const sent: number[] = [];
+  let j = 0;
+  let d = 0;
+  let n = 0;
+  for (const k of keys) {
+    while (j < rx.length && rx[j].t < k) j++;
+    if (j >= rx.length) break;
+    handled.push(rx[j].t - k);
+    while (n < inputs.length && inputs[n].t < k) n++;
+    if (n < inputs.length && inputs[n].t <= rx[j].t) sent.push(inputs[n].t - k);
+    while (d < f.dom.length && f.dom[d] < rx[j].t) d++;
+    if (d < f.dom.length) shown.push(f.dom[d] - k);
+    j++;
+  }
+  return { handled, shown, sent };
+}
 
 async function main() {
   const svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
@@ -133,6 +194,7 @@ async function main() {
     await panes.nth(1).locator('.xterm-screen').click();
     await page.keyboard.type('cat > /dev/null');
     await page.keyboard.press('Enter');
+    const rest = await echoAtRest(page, panes.nth(1), `/topic/shell/${idB}`);
     await panes.nth(0).locator('.xterm-screen').click();
     const raw = Math.round((MIB * 3) / 4);
     await page.keyboard.type(`head -c ${raw}M /dev/urandom | base64 -w 100; echo FLOOD""DONE`);
@@ -142,7 +204,10 @@ async function main() {
         path: TRACE,
         categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8', 'blink.user_timing'],
       });
-    const startAt = await page.evaluate(() => performance.now());
+    const startAt = await page.evaluate(() => {
+      (window as unknown as { __floodFrames(): void }).__floodFrames();
+      return performance.now();
+    });
     await page.keyboard.press('Enter');
     const wall0 = performance.now();
 
@@ -213,6 +278,13 @@ async function main() {
     for (let i = 1; i < during.length; i++) longest = Math.max(longest, during[i] - during[i - 1]);
 
     console.log(`renderer: ${renderer}${FORCE_DOM ? ' (forced)' : ''}; ${MIB} MiB asked`);
+    console.log(
+      `echo in B at rest, before the flood (${rest.handled.length} keys): handled p50 ${pct(rest.handled, 50).toFixed(1)} / p99 ${pct(rest.handled, 99).toFixed(1)} ms` +
+        `; keydown → input sent p50 ${pct(rest.sent, 50).toFixed(1)} ms (${rest.sent.length} keys)` +
+        (rest.shown.length
+          ? `; in B's rows p50 ${pct(rest.shown, 50).toFixed(1)} / p99 ${pct(rest.shown, 99).toFixed(1)} ms (${rest.shown.length} keys)`
+          : ''),
+    );
     console.log(
       `flood: ${(bytes / 1048576).toFixed(1)} MiB in ${secs.toFixed(1)} s = ${(bytes / 1048576 / secs).toFixed(1)} MiB/s to xterm's parser (last byte acknowledged)`,
     );

@@ -350,6 +350,36 @@ describe.skipIf(SKIP_E2E)('workbench', () => {
     await page.keyboard.press('Control+Alt+Digit0');
     await expect.poll(fontOf).toBe('13px');
   });
+  it('blinks the focused cursor without drawing every frame, and shows it while typing', async () => {
+    // An endless CSS animation (xterm's own blink in its DOM renderer) makes Chromium draw every frame
+    // and hold a key's echo back until the next one (src/web/terminal/cursor-blink.ts).
+    await wb.focusTerminal(0);
+    const pane = wb.terminals().nth(0);
+    const renderer = await pane.getAttribute('data-renderer');
+    expect(renderer).toBe('dom'); // headless Chromium: software WebGL, the DOM renderer (renderer.ts)
+    await page.keyboard.type('echo blink');
+    expect(
+      await page.evaluate(() => document.getAnimations().filter((a) => a.playState === 'running').length),
+    ).toBe(0);
+    const off = () => pane.locator('.xterm').evaluate((el) => el.classList.contains('bianbu-cursor-off'));
+    // Shown while typing; the hidden phase comes a period after the last key, then the shown one.
+    expect(await off()).toBe(false);
+    await expect.poll(off, { timeout: 3000, intervals: [50] }).toBe(true);
+    await expect.poll(off, { timeout: 3000, intervals: [50] }).toBe(false);
+    await expect.poll(off, { timeout: 3000, intervals: [50] }).toBe(true);
+    const hidden = await pane.locator('.xterm-cursor').evaluate((el) => getComputedStyle(el).backgroundColor);
+    expect(hidden).toBe('rgba(0, 0, 0, 0)');
+    await page.keyboard.press('Backspace');
+    expect(await off()).toBe(false);
+    const shown = await pane.locator('.xterm-cursor').evaluate((el) => getComputedStyle(el).backgroundColor);
+    expect(shown).not.toBe('rgba(0, 0, 0, 0)');
+    // The focus elsewhere: no blink, the cursor shown (as an outline).
+    await page.getByTestId('shell-tab').first().focus();
+    await page.waitForTimeout(1500);
+    expect(await off()).toBe(false);
+    await wb.focusTerminal(0);
+    await page.keyboard.press('Control+U');
+  });
   it('renames the shell tab from the palette, kept across a reload, and gives back its automatic name', async () => {
     const activeTab = page.locator('[data-testid="shell-tab"][aria-selected="true"]');
     const auto = await activeTab.textContent();

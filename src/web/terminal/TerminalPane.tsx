@@ -3,6 +3,7 @@
 // connection is down or the shell has ended, and offers scrollback search. `data-status` carries
 // the shell's status for tests (connecting | live | disconnected | closed).
 import '@xterm/xterm/css/xterm.css';
+import './cursor-blink.css';
 import { type ReactNode, type Ref, useEffect, useImperativeHandle, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';

@@ -25,6 +25,7 @@ import { appState } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
 import { isBroadcastInput, leaveBroadcast } from './broadcast.ts';
 import { hasHardwareWebgl } from './renderer.ts';
+import { CursorBlink } from './cursor-blink.ts';
 import { OutputFeeder } from './feeder.ts';
 
 export type ShellStatus = 'connecting' | 'live' | 'disconnected' | 'closed';
@@ -115,6 +116,9 @@ export class LiveShell {
 
   /** Set by xterm's core just before it hands user input (keys, paste, IME) to onData. */
   private userInput = false;
+  /** Blinks the DOM renderer's cursor while the terminal has the focus (cursor-blink.ts). */
+  private blink: CursorBlink | null = null;
+  private focused = false;
   /** Hands output to xterm a slice per task (feeder.ts). */
   private readonly feeder = new OutputFeeder((data, parsed) => this.term.write(data, parsed));
 
@@ -124,7 +128,8 @@ export class LiveShell {
   ) {
     this.term = new Terminal({
       allowProposedApi: true,
-      cursorBlink: true,
+      // The DOM renderer's blink is an endless CSS animation; cursor-blink.ts blinks it instead.
+      cursorBlink: false,
       scrollback: 10_000,
       fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace',
       fontSize: appState.termFontSize,
@@ -144,6 +149,7 @@ export class LiveShell {
     const hooked = typeof onUserInput === 'function';
     if (hooked) onUserInput(() => (this.userInput = true));
     this.term.onData((d) => {
+      this.blinkActivity();
       const typed = isBroadcastInput(d, hooked ? this.userInput : true);
       this.userInput = false;
       const bytes = encoder.encode(d);
@@ -153,6 +159,7 @@ export class LiveShell {
     // Binary data is only ever an X10 mouse report: this terminal's alone.
     this.term.onBinary((d) => this.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
     this.term.onResize(() => this.sendSize(false));
+    this.term.onCursorMove(() => this.blinkActivity());
     this.term.attachCustomKeyEventHandler((e) => this.onKey(e));
     this.topic = realtime.subscribe(
       Destinations.shellOutput(shellId),
@@ -177,6 +184,7 @@ export class LiveShell {
     if (!this.opened) {
       this.term.open(container);
       this.opened = true;
+      this.watchFocus();
       // WebGL only on a GPU: a software rasteriser makes it slower than the DOM renderer (renderer.ts).
       if (hasHardwareWebgl()) this.loadWebgl();
     } else if (this.term.element && this.term.element.parentElement !== container) {
@@ -206,6 +214,7 @@ export class LiveShell {
     this.topic = null;
     for (const s of this.stopWatching.splice(0)) s();
     this.feeder.stop();
+    this.blink?.stop();
     this.term.dispose();
   }
 
@@ -217,14 +226,47 @@ export class LiveShell {
         webgl.dispose();
         this.webgl = null;
         this.view.renderer = 'dom';
+        this.term.options.cursorBlink = false;
+        if (this.focused) this.blink?.start();
       });
       this.term.loadAddon(webgl);
       this.webgl = webgl;
       this.view.renderer = 'webgl';
+      // The WebGL renderer blinks from a timer of its own, drawing only at each toggle.
+      this.blink?.stop();
+      this.term.options.cursorBlink = true;
     } catch {
       this.webgl = null;
       this.view.renderer = 'dom';
     }
+  }
+
+  /** The DOM renderer's cursor blinks while the terminal has the focus. */
+  private watchFocus(): void {
+    const el = this.term.element;
+    const area = this.term.textarea;
+    if (!el || !area) return;
+    this.blink = new CursorBlink(el);
+    const focus = () => {
+      this.focused = true;
+      if (this.view.renderer === 'dom') this.blink?.start();
+    };
+    const blur = () => {
+      this.focused = false;
+      this.blink?.stop();
+    };
+    area.addEventListener('focus', focus);
+    area.addEventListener('blur', blur);
+    this.stopWatching.push(() => {
+      area.removeEventListener('focus', focus);
+      area.removeEventListener('blur', blur);
+    });
+    if (document.activeElement === area) focus();
+  }
+
+  /** A key or a cursor move shows the cursor for a whole period (the DOM renderer, focused). */
+  private blinkActivity(): void {
+    if (this.focused && this.view.renderer === 'dom') this.blink?.poke();
   }
 
   private subscribeHeaders(): Record<string, string> {
@@ -261,7 +303,8 @@ export class LiveShell {
     let offset = Number(m.headers.offset);
     let bytes = m.binaryBody;
     const lost = Number(m.headers.truncated) || 0;
-    if (lost > 0) this.feeder.push(`\r\n\x1b[2m${t('terminal:notice.truncated', { count: lost })}\x1b[0m\r\n`);
+    if (lost > 0)
+      this.feeder.push(`\r\n\x1b[2m${t('terminal:notice.truncated', { count: lost })}\x1b[0m\r\n`);
     if (this.received < 0) {
       this.received = offset;
       this.processed = offset;
