@@ -364,9 +364,9 @@ describe.skipIf(SKIP_E2E)('workbench', () => {
     const off = () => pane.locator('.xterm').evaluate((el) => el.classList.contains('bianbu-cursor-off'));
     // Shown while typing; the hidden phase comes a period after the last key, then the shown one.
     expect(await off()).toBe(false);
-    await expect.poll(off, { timeout: 3000, intervals: [50] }).toBe(true);
-    await expect.poll(off, { timeout: 3000, intervals: [50] }).toBe(false);
-    await expect.poll(off, { timeout: 3000, intervals: [50] }).toBe(true);
+    await expect.poll(off, { timeout: 3000, interval: 50 }).toBe(true);
+    await expect.poll(off, { timeout: 3000, interval: 50 }).toBe(false);
+    await expect.poll(off, { timeout: 3000, interval: 50 }).toBe(true);
     const hidden = await pane.locator('.xterm-cursor').evaluate((el) => getComputedStyle(el).backgroundColor);
     expect(hidden).toBe('rgba(0, 0, 0, 0)');
     await page.keyboard.press('Backspace');

@@ -279,6 +279,26 @@ describe('the PTY host program itself (run on the host, without a board)', () =>
 const host = hostSupport();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-ptyhost-'));
 
+/**
+ * A board's devpts line in its mount table, read from the host's /proc (as the kernel has it mounted),
+ * and what OPENPTY_LOOP run as the board's root through a plain entry (no shell) prints: [count, errno].
+ */
+async function devptsAndLoop(
+  board: LocalDriver,
+): Promise<{ pts: string | undefined; count: number; errno: number }> {
+  const b = board as unknown as {
+    initPid: number;
+    runInBoard(argv: string[], user: string, ms: number): Promise<string>;
+  };
+  const pts = fs
+    .readFileSync(`/proc/${b.initPid}/mountinfo`, 'latin1')
+    .split('\n')
+    .find((l) => l.split(' ')[4] === '/dev/pts');
+  const held = await b.runInBoard(['python3', '-c', OPENPTY_LOOP], 'root', 30_000);
+  const [count, errno] = held.trim().split(/\s+/).map(Number);
+  return { pts, count, errno };
+}
+
 /** Python that opens terminals until the kernel refuses, and prints how many and the errno. */
 const OPENPTY_LOOP = `import os
 fds = []
@@ -339,18 +359,8 @@ describe("a real board's PTY host", () => {
     // The first program of the board's may be a desktop's xterm or code-server's terminal rather than
     // a shell. When the limit came with the first shell, its root could open terminals in a loop
     // before that (3,071 here): Linux counts them machine-wide, so every other board's went with them.
-    const b = board as unknown as {
-      initPid: number;
-      runInBoard(argv: string[], user: string, ms: number): Promise<string>;
-    };
-    // Read from the host's /proc: the board's devpts as the kernel has it mounted.
-    const pts = fs
-      .readFileSync(`/proc/${b.initPid}/mountinfo`, 'latin1')
-      .split('\n')
-      .find((l) => l.split(' ')[4] === '/dev/pts');
+    const { pts, count, errno } = await devptsAndLoop(board);
     expect(pts).toMatch(new RegExp(` - devpts .*\\bmax=${BOARD_TERMINALS}\\b`));
-    const held = await b.runInBoard(['python3', '-c', OPENPTY_LOOP], 'root', 30_000);
-    const [count, errno] = held.trim().split(/\s+/).map(Number);
     expect(errno).toBe(28); // ENOSPC: the board's own limit
     expect(count).toBeLessThanOrEqual(BOARD_TERMINALS);
     expect(count).toBeGreaterThan(BOARD_TERMINALS - 20);
@@ -794,17 +804,8 @@ describe("a board given a smaller share of the machine's terminals", () => {
   });
 
   it('mounts its devpts with that max, and a loop of openpty as its root stops there', async () => {
-    const b = board as unknown as {
-      initPid: number;
-      runInBoard(argv: string[], user: string, ms: number): Promise<string>;
-    };
-    const pts = fs
-      .readFileSync(`/proc/${b.initPid}/mountinfo`, 'latin1')
-      .split('\n')
-      .find((l) => l.split(' ')[4] === '/dev/pts');
+    const { pts, count, errno } = await devptsAndLoop(board);
     expect(pts).toMatch(new RegExp(` - devpts .*\\bmax=${SHARE}\\b`));
-    const held = await b.runInBoard(['python3', '-c', OPENPTY_LOOP], 'root', 30_000);
-    const [count, errno] = held.trim().split(/\s+/).map(Number);
     expect(errno).toBe(28); // ENOSPC at the board's share
     expect(count).toBeLessThanOrEqual(SHARE);
     expect(count).toBeGreaterThan(SHARE - 10);
