@@ -13,7 +13,13 @@ import { ConsolePage } from './pages/ConsolePage.ts';
 
 const SHOT_DIR = 'tests/e2e/screenshots';
 
-async function api<T>(svc: Service, token: string, method: 'GET' | 'POST', url: string, body?: unknown): Promise<T> {
+async function api<T>(
+  svc: Service,
+  token: string,
+  method: 'GET' | 'POST',
+  url: string,
+  body?: unknown,
+): Promise<T> {
   const res = await fetch(`${svc.url}${url}`, {
     method,
     headers: { Authorization: token, 'content-type': 'application/json' },
@@ -65,6 +71,14 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
     const badge = page.getByTestId('recording-badge');
     await badge.waitFor();
     expect(await count()).toBe('0 steps');
+    // The red dot pulses from a timer, not an endless animation: the page does not draw every frame
+    // while the user types the steps (src/web/components/pulse.ts).
+    expect(
+      await page.evaluate(() => document.getAnimations().filter((x) => x.playState === 'running').length),
+    ).toBe(0);
+    const dim = () => page.evaluate(() => document.documentElement.hasAttribute('data-pulse-dim'));
+    await expect.poll(dim, { timeout: 3000, interval: 50 }).toBe(true);
+    await expect.poll(dim, { timeout: 3000, interval: 50 }).toBe(false);
 
     await console_.runFromPaletteAsking('add a command step', 'sequences.addExec');
     expect(await asked()).toBe("Which command? (runs in each board's shell)");
@@ -120,7 +134,9 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
     await console_.runFromPaletteAsking('Run a sequence', 'sequences.run');
     expect(await asked()).toBe('Which sequence?');
     await page.keyboard.type('smoke e2e');
-    await expect.poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain('smoke e2e');
+    await expect
+      .poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent())
+      .toContain('smoke e2e');
     await page.keyboard.press('Enter');
     await expect.poll(asked).toBe('On which boards? (a name, or a pattern such as ci-*)');
     await page.keyboard.type('Every board');
@@ -129,12 +145,16 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
       .toContain('Every board you hold');
     await page.keyboard.press('Enter');
     await expect.poll(asked).toBe('Enter runs it; Backspace goes back, Esc cancels');
-    expect(await page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain('3 steps on Every board you hold');
+    expect(await page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain(
+      '3 steps on Every board you hold',
+    );
     await page.keyboard.press('Enter');
 
     const dialog = page.getByTestId('sequence-run');
     await dialog.waitFor();
-    await page.locator('[data-testid="sequence-run-state"][data-state="success"]').waitFor({ timeout: 60_000 });
+    await page
+      .locator('[data-testid="sequence-run-state"][data-state="success"]')
+      .waitFor({ timeout: 60_000 });
     const boards = page.getByTestId('sequence-run-board');
     expect(await boards.evaluateAll((els) => els.map((e) => e.getAttribute('data-board')).sort())).toEqual([
       'seq-a',
@@ -147,9 +167,9 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
     await output.waitFor();
     expect(await output.textContent()).toMatch(/rec-25 on \S+/);
     expect(
-      await page.locator('[data-board="seq-a"] [data-testid="sequence-run-step"]').evaluateAll((els) =>
-        els.map((e) => e.getAttribute('data-state')),
-      ),
+      await page
+        .locator('[data-board="seq-a"] [data-testid="sequence-run-step"]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-state'))),
     ).toEqual(['success', 'success', 'success']);
     await page.screenshot({ path: `${SHOT_DIR}/sequences-run-en.png` });
     await page.getByTestId('sequence-run-close').press('Enter');
@@ -159,9 +179,18 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
   it('replays it from the CLI, and the console lists that run', async () => {
     const { apiKey } = await api<{ apiKey: string }>(svc, token, 'GET', '/api/apikey/get-key');
     const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [path.join(ROOT, 'bin/bianbu.mjs'), 'seq', 'run', 'smoke e2e', 'seq-b', '--wait', '--json'], {
-        env: { ...process.env, BIANBU_URL: svc.url, BIANBU_API_KEY: apiKey, BIANBU_CLI_CONFIG: path.join(ROOT, 'tmp-e2e-seq-cli.json') },
-      });
+      const child = spawn(
+        process.execPath,
+        [path.join(ROOT, 'bin/bianbu.mjs'), 'seq', 'run', 'smoke e2e', 'seq-b', '--wait', '--json'],
+        {
+          env: {
+            ...process.env,
+            BIANBU_URL: svc.url,
+            BIANBU_API_KEY: apiKey,
+            BIANBU_CLI_CONFIG: path.join(ROOT, 'tmp-e2e-seq-cli.json'),
+          },
+        },
+      );
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d) => (stdout += d));
@@ -169,7 +198,10 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
       child.on('close', (code) => resolve({ code, stdout, stderr }));
     });
     expect(out.code, out.stderr).toBe(0);
-    const run = JSON.parse(out.stdout) as { runId: string; boards: { serverName: string; steps: { output: string }[] }[] };
+    const run = JSON.parse(out.stdout) as {
+      runId: string;
+      boards: { serverName: string; steps: { output: string }[] }[];
+    };
     expect(run.boards.map((b) => b.serverName)).toEqual(['seq-b']);
     expect(run.boards[0].steps[0].output).toContain('rec-25');
 
@@ -186,13 +218,16 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
   it('asks for the parameters of a sequence that has some, checks them, and runs with them', async () => {
     await api(svc, token, 'POST', '/api/sequence/save', {
       name: 'greet',
-      source: 'params:\n  word: {}\n  times: { default: 2 }\nsteps:\n  - exec: for i in $(seq ${times}); do echo say-${word}; done\n',
+      source:
+        'params:\n  word: {}\n  times: { default: 2 }\nsteps:\n  - exec: for i in $(seq ${times}); do echo say-${word}; done\n',
       groupName: null,
     });
     await console_.goto('/mainboard');
     await console_.runFromPaletteAsking('Run a sequence', 'sequences.run');
     await page.keyboard.type('greet');
-    await expect.poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain('greet');
+    await expect
+      .poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent())
+      .toContain('greet');
     await page.keyboard.press('Enter');
     await expect.poll(asked).toBe('Parameters? (name=value, separated by spaces)');
     // The defaults are offered; `word` has none, so they alone are refused with the reason.
@@ -203,16 +238,20 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
     await page.keyboard.press('Enter');
     await expect.poll(asked).toBe('On which boards? (a name, or a pattern such as ci-*)');
     await page.keyboard.type('seq-b');
-    await expect.poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent()).toContain('seq-b');
+    await expect
+      .poll(() => page.locator('[cmdk-item][data-selected="true"]').textContent())
+      .toContain('seq-b');
     await page.keyboard.press('Enter');
     await expect.poll(asked).toBe('Enter runs it; Backspace goes back, Esc cancels');
     await page.keyboard.press('Enter');
-    await page.locator('[data-testid="sequence-run-state"][data-state="success"]').waitFor({ timeout: 60_000 });
+    await page
+      .locator('[data-testid="sequence-run-state"][data-state="success"]')
+      .waitFor({ timeout: 60_000 });
     await page.locator('[data-board="seq-b"] button[aria-expanded]').focus();
     await page.keyboard.press('Enter');
-    expect(await page.locator('[data-board="seq-b"] [data-testid="sequence-step-output"]').textContent()).toBe(
-      'say-hello\nsay-hello\nsay-hello\n',
-    );
+    expect(
+      await page.locator('[data-board="seq-b"] [data-testid="sequence-step-output"]').textContent(),
+    ).toBe('say-hello\nsay-hello\nsay-hello\n');
     await page.keyboard.press('Escape');
   });
 
@@ -224,7 +263,9 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
     await page.getByTestId('sequence-name').fill('broken');
     await page.getByTestId('sequence-source').fill('steps:\n  - exec: ls\n  - frobnicate: 3\n');
     await page.getByTestId('sequence-save').click();
-    expect(await page.getByTestId('sequence-problem').textContent()).toMatch(/^Line 3, column \d+: a step needs one of/);
+    expect(await page.getByTestId('sequence-problem').textContent()).toMatch(
+      /^Line 3, column \d+: a step needs one of/,
+    );
     const list = await api<{ items: { name: string }[] }>(svc, token, 'GET', '/api/sequence/list');
     expect(list.items.map((s) => s.name)).not.toContain('broken');
   });

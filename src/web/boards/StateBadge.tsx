@@ -1,6 +1,7 @@
 // A board's state as a small coloured badge; the colour says whether it can be used now.
 import { useTranslation } from 'react-i18next';
 import type { BoardState } from '#shared/boards.ts';
+import { usePulse } from '#web/components/pulse.ts';
 import { cx } from '#web/components/ui.tsx';
 
 const tone: Record<BoardState, string> = {
@@ -19,14 +20,15 @@ const tone: Record<BoardState, string> = {
 const dot: Record<BoardState, string> = {
   idle: 'bg-emerald-500',
   leased: 'bg-sky-500',
-  flashing: 'bg-violet-500 animate-pulse',
-  resetting: 'bg-amber-500 animate-pulse',
+  flashing: 'bg-violet-500 pulse-step',
+  resetting: 'bg-amber-500 pulse-step',
   offline: 'bg-zinc-400',
   maintenance: 'bg-orange-500',
 };
 
 export function StateBadge({ state, className }: { state: BoardState; className?: string }) {
   const { t } = useTranslation('devices');
+  usePulse(state === 'flashing' || state === 'resetting');
   return (
     <span
       data-state={state}

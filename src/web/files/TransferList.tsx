@@ -2,6 +2,7 @@
 // far, and a cancel button while running. A download with no known length shows an indeterminate bar.
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
+import { usePulse } from '#web/components/pulse.ts';
 import { cx, IconButton } from '#web/components/ui.tsx';
 import { formatSize, percent } from './format.ts';
 import { cancelTransfer, clearFinished, transfers } from './state.ts';
@@ -15,6 +16,7 @@ export interface TransferListProps {
 export function TransferList({ className, compact }: TransferListProps) {
   const { t, i18n } = useTranslation('files');
   const snap = useSnapshot(transfers);
+  usePulse(snap.items.some((x) => x.status === 'running' && percent(x.loaded, x.total) === null));
   if (!snap.items.length) return null;
   const items = compact ? snap.items.slice(0, 5) : snap.items;
   const lng = i18n.language;
@@ -77,7 +79,7 @@ export function TransferList({ className, compact }: TransferListProps) {
                         : x.status === 'cancelled'
                           ? 'bg-zinc-400'
                           : 'bg-sky-500',
-                      x.status === 'running' && pct === null && 'w-1/3 animate-pulse',
+                      x.status === 'running' && pct === null && 'w-1/3 pulse-step',
                     )}
                     style={
                       x.status === 'running' && pct === null

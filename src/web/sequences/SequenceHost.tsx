@@ -11,6 +11,7 @@ import { dataOf, leases, messageOf } from '#web/boards/store.ts';
 import { dateTimeText } from '#web/boards/time.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Modal } from '#web/components/Modal.tsx';
+import { usePulse } from '#web/components/pulse.ts';
 import { Alert, Button, cx, Input, Spinner } from '#web/components/ui.tsx';
 import { openPalette, paletteState } from '#web/palette/registry.ts';
 import { notify } from '#web/state/notices.ts';
@@ -21,7 +22,7 @@ const RUN_POLL_MS = 700;
 
 const STEP_TONE: Record<RunStepDto['state'], string> = {
   pending: 'bg-zinc-200 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400',
-  running: 'bg-sky-500 text-white animate-pulse',
+  running: 'bg-sky-500 text-white pulse-step',
   success: 'bg-emerald-500 text-white',
   failure: 'bg-red-500 text-white',
   skipped: 'bg-zinc-300 text-zinc-600 dark:bg-zinc-700 dark:text-zinc-300',
@@ -45,6 +46,7 @@ const RUN_TONE: Record<SequenceRunDto['state'], string> = {
 function RecordingBadge() {
   const { t } = useTranslation('sequences');
   const { recording } = useSnapshot(seqUi);
+  usePulse(Boolean(recording));
   if (!recording) return null;
   return (
     <div
@@ -52,7 +54,7 @@ function RecordingBadge() {
       data-testid="recording-badge"
       role="status"
     >
-      <span className="h-2.5 w-2.5 animate-pulse rounded-full bg-red-500" aria-hidden="true" />
+      <span className="pulse-step h-2.5 w-2.5 rounded-full bg-red-500" aria-hidden="true" />
       <span className="font-medium text-red-700 dark:text-red-300">{t('recording.badge')}</span>
       <span className="text-zinc-500 dark:text-zinc-400" data-testid="recording-count">
         {t('recording.steps', { count: recording.length })}
@@ -78,6 +80,7 @@ function RecordingBadge() {
 
 function StepChips({ steps }: { steps: readonly RunStepDto[] }) {
   const { t } = useTranslation('sequences');
+  usePulse(steps.some((s) => s.state === 'running'));
   return (
     <div className="flex flex-wrap gap-1">
       {steps.map((s, i) => (
