@@ -208,6 +208,17 @@ describe.skipIf(SKIP_E2E)('flashing boards', () => {
     await page
       .locator('[data-pane-id="flash"] [data-testid="flash-view"][data-job-id]')
       .waitFor({ timeout: 15_000 });
+    // Nothing animates without end while the flash runs: the step's spinner and the board's pulsing
+    // state step from timers, so typing in a shell meanwhile is not held a frame (components/pulse.ts).
+    await page
+      .locator('[data-pane-id="flash"] [data-step-status="active"] svg')
+      .first()
+      .waitFor({ timeout: 15_000 });
+    expect(
+      await page.evaluate(
+        () => document.getAnimations().filter((a) => a.effect?.getTiming().iterations === Infinity).length,
+      ),
+    ).toBe(0);
     const end = await job.waitForEnd();
     const seen = await job.recorded();
     expect(

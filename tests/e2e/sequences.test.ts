@@ -76,7 +76,7 @@ describe.skipIf(SKIP_E2E)('sequences', () => {
     expect(
       await page.evaluate(() => document.getAnimations().filter((x) => x.playState === 'running').length),
     ).toBe(0);
-    const dim = () => page.evaluate(() => document.documentElement.hasAttribute('data-pulse-dim'));
+    const dim = () => page.evaluate(() => document.documentElement.getAttribute('data-pulse') === '1');
     await expect.poll(dim, { timeout: 3000, interval: 50 }).toBe(true);
     await expect.poll(dim, { timeout: 3000, interval: 50 }).toBe(false);
 

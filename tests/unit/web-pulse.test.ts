@@ -1,26 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { PULSE_ATTR, PULSE_MS, Pulse } from '#web/components/pulse.ts';
+import { PhaseTimer, pulse, spin } from '#web/components/pulse.ts';
 
-function harness() {
-  const attrs = new Set<string>();
-  const flips: boolean[] = [];
+function harness(phases: number) {
+  const attrs = new Map<string, string>();
+  const seen: (string | undefined)[] = [];
   let tick: (() => void) | null = null;
   let timers = 0;
   const root = {
-    toggleAttribute(name: string) {
-      const on = !attrs.has(name);
-      if (on) attrs.add(name);
-      else attrs.delete(name);
-      flips.push(on);
-      return on;
+    setAttribute(name: string, value: string) {
+      attrs.set(name, value);
+      seen.push(value);
     },
     removeAttribute(name: string) {
-      attrs.delete(name);
+      if (attrs.delete(name)) seen.push(undefined);
     },
   };
   const ticker = {
-    every(fn: () => void, ms: number) {
-      expect(ms).toBe(PULSE_MS);
+    repeat(fn: () => void, ms: number) {
+      expect(ms).toBe(50);
       timers++;
       tick = fn;
       return fn;
@@ -30,48 +27,59 @@ function harness() {
     },
   };
   return {
-    pulse: new Pulse(() => root, ticker),
+    timer: new PhaseTimer('data-x', phases, 50, () => root, ticker),
     tick: () => tick?.(),
-    get dim() {
-      return attrs.has(PULSE_ATTR);
+    get value() {
+      return attrs.get('data-x');
     },
-    flips,
+    seen,
     get timers() {
       return timers;
     },
   };
 }
 
-describe('the page’s pulse', () => {
-  it('dims and brightens by one attribute on one timer, whatever pulses', () => {
-    const h = harness();
-    const a = h.pulse.hold();
-    const b = h.pulse.hold();
+describe('the page’s pulse and spinners', () => {
+  it('steps one attribute of <html> through its phases on one timer, whatever holds it', () => {
+    const h = harness(2);
+    const a = h.timer.hold();
+    const b = h.timer.hold();
     expect(h.timers).toBe(1);
     h.tick();
-    expect(h.dim).toBe(true);
+    expect(h.value).toBe('1');
     h.tick();
-    expect(h.dim).toBe(false);
-    expect(h.flips).toEqual([true, false]);
+    expect(h.value).toBeUndefined();
+    expect(h.seen).toEqual(['1', undefined]);
     a();
-    expect(h.pulse.running).toBe(true); // b still pulses
+    expect(h.timer.running).toBe(true); // b still holds it
     h.tick();
     b();
-    // The last one gone: no timer, and nothing left dim.
-    expect(h.pulse.running).toBe(false);
-    expect(h.dim).toBe(false);
+    // The last one gone: no timer, and the first phase left.
+    expect(h.timer.running).toBe(false);
+    expect(h.value).toBeUndefined();
+  });
+
+  it('turns a spinner by eight steps, back to the first', () => {
+    const h = harness(8);
+    h.timer.hold();
+    for (let i = 0; i < 8; i++) h.tick();
+    expect(h.seen).toEqual(['1', '2', '3', '4', '5', '6', '7', undefined]);
   });
 
   it('lets go once per hold, and starts again for the next', () => {
-    const h = harness();
-    const a = h.pulse.hold();
+    const h = harness(2);
+    const a = h.timer.hold();
     a();
     a();
-    expect(h.pulse.running).toBe(false);
-    const b = h.pulse.hold();
-    expect(h.pulse.running).toBe(true);
+    expect(h.timer.running).toBe(false);
+    const b = h.timer.hold();
+    expect(h.timer.running).toBe(true);
     expect(h.timers).toBe(2);
     b();
-    expect(h.pulse.running).toBe(false);
+  });
+
+  it('pulses at 700 ms in two phases and spins at 100 ms in eight, as styles.css expects', () => {
+    expect([pulse.attr, pulse.phases, pulse.stepMs]).toEqual(['data-pulse', 2, 700]);
+    expect([spin.attr, spin.phases, spin.stepMs]).toEqual(['data-spin', 8, 100]);
   });
 });

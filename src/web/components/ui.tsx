@@ -2,6 +2,7 @@
 import type { ButtonHTMLAttributes, InputHTMLAttributes, ReactNode } from 'react';
 import { forwardRef } from 'react';
 import { Icon, type IconName } from './icons.tsx';
+import { useSpin } from './pulse.ts';
 
 export function cx(...parts: (string | false | null | undefined)[]): string {
   return parts.filter(Boolean).join(' ');
@@ -147,13 +148,15 @@ export function Kbd({ children, className }: { children: ReactNode; className?: 
   );
 }
 
+/** Turns by steps from a shared timer, not an endless animation (pulse.ts says why). */
 export function Spinner({ size = 16, className }: { size?: number; className?: string }) {
+  useSpin();
   return (
     <svg
       width={size}
       height={size}
       viewBox="0 0 24 24"
-      className={cx('animate-spin', className)}
+      className={cx('spin-step', className)}
       aria-hidden="true"
       fill="none"
     >
