@@ -243,6 +243,14 @@ describe.skipIf(SKIP_E2E)('flashing boards', () => {
       .evaluateAll((els) => els.map((e) => e.getAttribute('data-step-status')));
     expect(steps).toEqual(['done', 'done', 'done', 'done']);
     expect(await page.getByTestId('flash-log').textContent()).not.toBe('');
+    // The log shown is the log stored, line for line: the lines of events that the view's first read
+    // had overtaken are not shown twice (src/web/flash/format.ts, appendLog).
+    const stored = (await (
+      await fetch(`${svc.url}/api/device/fetch-flash-job?deviceId=${one.deviceId}`, {
+        headers: { Authorization: token },
+      })
+    ).json()) as { data: { log: string[] } };
+    expect((await page.getByTestId('flash-log').textContent())?.split('\n')).toEqual(stored.data.log);
     await page.screenshot({ path: `${SHOT_DIR}/flash-e2e-pane-en.png` });
     // The same pane in Chinese (the language switched by palette), then back.
     await console_.runFromPalette('简体中文', 'lang.zh');

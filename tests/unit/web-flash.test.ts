@@ -147,6 +147,31 @@ describe('progress wording', () => {
     expect(appendLog(['a', 'b'], ['x', 'b'])).toEqual(['a', 'b', 'x', 'b']);
   });
 
+  it('places the lines of events a full read has overtaken, wherever in the log they stand', () => {
+    // Seen in the flash e2e run: a read of five lines, then events with lines two and three, then
+    // four and five, then the next one. They used to be shown twice.
+    const read = ['q', '.105 stage transfer', '.105 checking', '.111 checked', '.111 stage write'];
+    let log = appendLog([], read);
+    log = appendLog(log, ['.105 stage transfer', '.105 checking']);
+    log = appendLog(log, ['.111 checked', '.111 stage write']);
+    expect(log).toEqual(read);
+    log = appendLog(log, ['.399 writing']);
+    expect(log).toEqual([...read, '.399 writing']);
+    // An event that straddles the read's end adds only what is past it.
+    expect(appendLog(read, ['.111 stage write', '.399 writing'])).toEqual([...read, '.399 writing']);
+  });
+
+  it('puts a full read first and keeps only the lines of events newer than it (the view opened, a poll)', () => {
+    const read = ['q', 'a', 'b', 'c'];
+    // What the tab had from events: behind the read, or with a line the read does not have yet.
+    expect(appendLog(read, ['q', 'a'])).toEqual(read);
+    expect(appendLog(read, ['q', 'a', 'b', 'c', 'd'])).toEqual([...read, 'd']);
+    expect(appendLog(read, ['b', 'c', 'd'])).toEqual([...read, 'd']);
+    // A read capped at its last lines: the tab's older lines before it go, its newer ones stay.
+    expect(appendLog(['b', 'c'], ['q', 'a', 'b', 'c'])).toEqual(['b', 'c']);
+    expect(appendLog(['b', 'c'], ['a', 'b', 'c', 'd'])).toEqual(['b', 'c', 'd']);
+  });
+
   it('bounds the quota share to 0..1', () => {
     expect(quotaShare(1, 4)).toBe(0.25);
     expect(quotaShare(9, 4)).toBe(1);

@@ -162,19 +162,36 @@ export function resultTone(state: FlashJobDto['state']): 'success' | 'danger' | 
 }
 
 /**
- * Appends log lines, keeping the last `max`. An event may carry lines a full read of the log (opening
- * the view, a poll) already had: the overlap between the log's end and the new lines' start is
- * appended once. Lines carry timestamps, so two genuinely equal neighbours do not occur.
+ * Appends log lines, keeping the last `max`. Lines carry millisecond timestamps, so a line stands for
+ * itself, and lines may arrive twice: a full read of the log (opening the view, a poll) can be ahead
+ * of the events still on their way, whose lines it already has — anywhere in it, not only at its end
+ * (seen: a read of five lines, then an event with the second and third, shown twice). So the new lines
+ * are placed where their first one already stands (the latest place), and only what goes past the
+ * log's end is added; lines that begin before the log does (a read capped at the last lines) are
+ * placed by the log's first line, and those older than it are dropped. Lines found nowhere are new.
  */
 export function appendLog(log: readonly string[], lines: readonly string[], max = 500): string[] {
-  let overlap = Math.min(log.length, lines.length);
-  for (; overlap > 0; overlap--) {
-    let same = true;
-    for (let i = 0; i < overlap && same; i++) same = log[log.length - overlap + i] === lines[i];
-    if (same) break;
-  }
-  const all = [...log, ...lines.slice(overlap)];
+  const all = [...log, ...lines.slice(known(log, lines))];
   return all.length > max ? all.slice(all.length - max) : all;
+}
+
+/** How many of `lines`, from the first, `log` already holds in the same order (see appendLog). */
+function known(log: readonly string[], lines: readonly string[]): number {
+  if (!log.length || !lines.length) return 0;
+  for (let p = log.lastIndexOf(lines[0]); p >= 0; p = p > 0 ? log.lastIndexOf(lines[0], p - 1) : -1) {
+    let m = 1;
+    while (m < lines.length && p + m < log.length && log[p + m] === lines[m]) m++;
+    if (p + m === log.length || m === lines.length) return m;
+  }
+  // The new lines start before the log (a read capped at the last lines): the log's first line among
+  // them, and what follows it matching, as far as either goes.
+  for (let j = lines.indexOf(log[0]); j >= 0; j = lines.indexOf(log[0], j + 1)) {
+    let m = 1;
+    while (j + m < lines.length && m < log.length && lines[j + m] === log[m]) m++;
+    if (j + m === lines.length) return lines.length;
+    if (m === log.length) return j + m;
+  }
+  return 0;
 }
 
 /** Bytes of the user's private images as a fraction of the quota, 0..1. */

@@ -117,10 +117,9 @@ export function applyJob(job: FlashJobDto, log: readonly string[] = [], replaceL
   const prev = flash.jobs[job.jobId];
   const kept = newerJob(prev?.job, job);
   const wasFinal = isFinal(prev?.job);
-  const nextLog =
-    replaceLog && log.length >= (prev?.log.length ?? 0)
-      ? [...log]
-      : appendLog(prev?.log ?? [], replaceLog ? [] : log);
+  // A full read is the log as stored: what this tab had is placed on it, and only lines newer than the
+  // read (events that overtook it) stay after its end.
+  const nextLog = replaceLog ? appendLog(log, prev?.log ?? []) : appendLog(prev?.log ?? [], log);
   if (!prev) flash.jobs[job.jobId] = { job: kept, log: nextLog };
   else {
     prev.job = kept;
