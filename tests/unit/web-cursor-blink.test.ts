@@ -111,6 +111,33 @@ describe("the cursor's blink", () => {
     expect(el.off).toBe(true);
   });
 
+  it('keeps blinking at a key without touching the page; the echo moving the cursor shows it', () => {
+    const t = fakeClock();
+    const el = element();
+    const blink = new CursorBlink(el, t.clock, policy);
+    blink.start();
+    t.advance(600);
+    expect(el.off).toBe(true);
+    const before = el.changes.length;
+    blink.touch(); // the key: nothing changes on the page in its task
+    expect(el.changes.length).toBe(before);
+    blink.poke(); // its echo moved the cursor
+    expect(el.off).toBe(false);
+    // A key after the quiet spell starts the timer again, still without a change.
+    t.advance(20_000);
+    expect(blink.running).toBe(false);
+    const quiet = el.changes.length;
+    blink.touch();
+    expect(blink.running).toBe(true);
+    expect(el.changes.length).toBe(quiet);
+    // Keys alone keep it from stopping.
+    for (let i = 0; i < 30; i++) {
+      t.advance(500);
+      blink.touch();
+    }
+    expect(blink.running).toBe(true);
+  });
+
   it('leaves the cursor shown when stopped (the focus left)', () => {
     const t = fakeClock();
     const el = element();

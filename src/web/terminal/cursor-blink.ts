@@ -9,11 +9,13 @@
 // rows 25–26 ms, 3.3–4.3 ms. A plain page with a WebSocket shows the same 7–9 ms as soon as any
 // animation runs (an rAF loop, a CSS opacity or transform animation), and about 1 ms without.
 //
-// Here the cursor blinks by a class on the terminal's element, toggled every BLINK_MS: a frame per
-// toggle, none between. A key or the cursor's move shows it at once and keeps it shown for a whole
-// period, as xterm does; after IDLE_MS without either it stays shown and the timer stops (as GTK's
-// cursor-blink-timeout does), so an idle console costs nothing. xterm's WebGL renderer blinks from a
-// timer of its own, and keeps doing so (LiveShell hands it the blink).
+// Here the cursor blinks by a class on the terminal's element, toggled every periodMs: a frame per
+// toggle, none between. The cursor's move shows it at once and keeps it shown for a whole period, as
+// xterm does; a key keeps the blink going without touching the page (a change in the key's own task
+// would hold its echo for a frame again), and its echo, moving the cursor, shows it. After idleMs
+// without either the cursor stays shown and the timer stops (as GTK's cursor-blink-timeout does), so
+// an idle console costs nothing. xterm's WebGL renderer blinks from a timer of its own, and keeps
+// doing so (LiveShell hands it the blink).
 
 export const CURSOR_BLINK = {
   /** Shown, then hidden, this long each (xterm's own period). */
@@ -66,7 +68,17 @@ export class CursorBlink {
     this.show();
   }
 
-  /** A key or a cursor move: the cursor shows now, for a whole period at least. */
+  /**
+   * A key: the blink goes on (or starts again after the quiet spell) without touching the page. A
+   * change to the page in the key's own task would make Chromium hold the echo for a frame again;
+   * the echo moves the cursor a moment later, and that shows it (poke).
+   */
+  touch(): void {
+    this.lastActivity = this.clock.now();
+    if (this.timer === null) this.timer = this.clock.every(this.tick, this.policy.periodMs);
+  }
+
+  /** A cursor move: the cursor shows now, for a whole period at least. */
   poke(): void {
     this.lastActivity = this.clock.now();
     this.show();

@@ -149,7 +149,7 @@ export class LiveShell {
     const hooked = typeof onUserInput === 'function';
     if (hooked) onUserInput(() => (this.userInput = true));
     this.term.onData((d) => {
-      this.blinkActivity();
+      if (this.focused && this.view.renderer === 'dom') this.blink?.touch();
       const typed = isBroadcastInput(d, hooked ? this.userInput : true);
       this.userInput = false;
       const bytes = encoder.encode(d);
@@ -264,7 +264,7 @@ export class LiveShell {
     if (document.activeElement === area) focus();
   }
 
-  /** A key or a cursor move shows the cursor for a whole period (the DOM renderer, focused). */
+  /** A cursor move shows the cursor for a whole period (the DOM renderer, focused). */
   private blinkActivity(): void {
     if (this.focused && this.view.renderer === 'dom') this.blink?.poke();
   }
