@@ -9,7 +9,7 @@ function fakeClock() {
   return {
     clock: {
       now: () => now,
-      every: (fn: () => void, ms: number) => {
+      repeat: (fn: () => void, ms: number) => {
         created++;
         timer = { fn, ms, next: now + ms };
         return timer;
@@ -55,12 +55,18 @@ function element() {
 
 const policy = { periodMs: 600, idleMs: 10_000 };
 
+/** A blink on a fake clock and element, started (the terminal took the focus). */
+function started() {
+  const t = fakeClock();
+  const el = element();
+  const blink = new CursorBlink(el, t.clock, policy);
+  blink.start();
+  return { t, el, blink };
+}
+
 describe("the cursor's blink", () => {
   it('hides and shows the cursor once per period, drawing only at each toggle', () => {
-    const t = fakeClock();
-    const el = element();
-    const blink = new CursorBlink(el, t.clock, policy);
-    blink.start();
+    const { t, el, blink } = started();
     expect(el.off).toBe(false);
     t.advance(600);
     expect(el.off).toBe(true);
@@ -72,10 +78,7 @@ describe("the cursor's blink", () => {
   });
 
   it('shows the cursor at a key and keeps it shown for a whole period after', () => {
-    const t = fakeClock();
-    const el = element();
-    const blink = new CursorBlink(el, t.clock, policy);
-    blink.start();
+    const { t, el, blink } = started();
     t.advance(600);
     expect(el.off).toBe(true);
     t.advance(100);
@@ -95,10 +98,7 @@ describe("the cursor's blink", () => {
   });
 
   it('stops after a quiet spell with the cursor shown, and starts again at the next key', () => {
-    const t = fakeClock();
-    const el = element();
-    const blink = new CursorBlink(el, t.clock, policy);
-    blink.start();
+    const { t, el, blink } = started();
     t.advance(10_000 + 600);
     expect(blink.running).toBe(false);
     expect(el.off).toBe(false);
@@ -112,10 +112,7 @@ describe("the cursor's blink", () => {
   });
 
   it('keeps blinking at a key without touching the page; the echo moving the cursor shows it', () => {
-    const t = fakeClock();
-    const el = element();
-    const blink = new CursorBlink(el, t.clock, policy);
-    blink.start();
+    const { t, el, blink } = started();
     t.advance(600);
     expect(el.off).toBe(true);
     const before = el.changes.length;
@@ -139,10 +136,7 @@ describe("the cursor's blink", () => {
   });
 
   it('leaves the cursor shown when stopped (the focus left)', () => {
-    const t = fakeClock();
-    const el = element();
-    const blink = new CursorBlink(el, t.clock, policy);
-    blink.start();
+    const { t, el, blink } = started();
     t.advance(600);
     expect(el.off).toBe(true);
     blink.stop();

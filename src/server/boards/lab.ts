@@ -148,7 +148,9 @@ export class BoardLab {
     const rows = await this.rows({ includeRetired: false });
     // A large lab keeps booting in the background: the service must come up within Fastify's start
     // deadline, and a board still booting is simply not answering probes yet.
-    this.starting = eachLimited(rows, 8, (r) => this.startDriver(r));
+    // One share for the boards starting together, from the rows just read.
+    const terminals = this.terminalsPerBoard(rows);
+    this.starting = eachLimited(rows, 8, (r) => this.startDriver(r, terminals));
     const wait = Math.max(0, 4000 - (Date.now() - begun));
     await Promise.race([this.starting, new Promise((r) => setTimeout(r, wait).unref())]);
     this.timers.push(setInterval(() => void this.probeAll(), cfg.BIANBU_PROBE_INTERVAL_MS));
@@ -232,7 +234,8 @@ export class BoardLab {
     });
   }
 
-  private async startDriver(r: BoardRow): Promise<void> {
+  /** `terminals`: a local board's terminal share when the caller knows it (else read from storage). */
+  private async startDriver(r: BoardRow, terminals?: number): Promise<void> {
     if (r.driver === 'local' && !this.localBoardsRun) {
       await this.markHealth(r.id, false, BoardErrorKey.sandboxMissing);
       if (r.state !== BoardState.offline && r.state !== BoardState.maintenance) {
@@ -242,7 +245,12 @@ export class BoardLab {
     }
     let d: BoardDriver;
     try {
-      d = this.driverFor(r, r.driver === 'local' ? await this.terminalsPerBoard() : undefined);
+      d = this.driverFor(
+        r,
+        r.driver === 'local'
+          ? (terminals ?? this.terminalsPerBoard(await this.rows({ includeRetired: false })))
+          : undefined,
+      );
     } catch (err) {
       await this.markHealth(r.id, false, (err as Error).message.slice(0, 200));
       return;
@@ -259,10 +267,10 @@ export class BoardLab {
 
   /**
    * Each local board's share of the machine's terminals (pty-host/budget.ts), for the boards declared
-   * now. Said once in the log when they do not all get BOARD_TERMINALS.
+   * (`rows`, retired ones left out). Said once in the log when they do not all get BOARD_TERMINALS.
    */
-  private async terminalsPerBoard(): Promise<number> {
-    const boards = (await this.rows({ includeRetired: false })).filter((x) => x.driver === 'local').length;
+  private terminalsPerBoard(rows: readonly BoardRow[]): number {
+    const boards = rows.filter((x) => x.driver === 'local').length;
     const pool = machineTerminals();
     const { perBoard, fits } = terminalBudget(boards, pool);
     if (perBoard < BOARD_TERMINALS && this.terminalsSaid !== boards) {

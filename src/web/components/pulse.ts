@@ -15,12 +15,13 @@ interface PhaseRoot {
   removeAttribute(name: string): void;
 }
 
-interface Ticker {
+/** A repeating timer (tests pass fake ones). */
+export interface Ticker {
   repeat(fn: () => void, ms: number): unknown;
   cancel(timer: unknown): void;
 }
 
-const realTicker: Ticker = {
+export const realTicker: Ticker = {
   repeat: (fn, ms) => setInterval(fn, ms),
   cancel: (t) => clearInterval(t as ReturnType<typeof setInterval>),
 };

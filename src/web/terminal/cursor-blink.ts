@@ -17,6 +17,8 @@
 // an idle console costs nothing. xterm's WebGL renderer blinks from a timer of its own, and keeps
 // doing so (LiveShell hands it the blink).
 
+import { realTicker, type Ticker } from '#web/components/pulse.ts';
+
 export const CURSOR_BLINK = {
   /** Shown, then hidden, this long each (xterm's own period). */
   periodMs: 600,
@@ -27,17 +29,11 @@ export const CURSOR_BLINK = {
 /** On the terminal's element while the cursor is in its hidden phase (styles.css). */
 export const CURSOR_OFF_CLASS = 'bianbu-cursor-off';
 
-export interface BlinkClock {
+export interface BlinkClock extends Ticker {
   now(): number;
-  every(fn: () => void, ms: number): unknown;
-  cancel(timer: unknown): void;
 }
 
-const realClock: BlinkClock = {
-  now: () => performance.now(),
-  every: (fn, ms) => setInterval(fn, ms),
-  cancel: (t) => clearInterval(t as ReturnType<typeof setInterval>),
-};
+const realClock: BlinkClock = { ...realTicker, now: () => performance.now() };
 
 export class CursorBlink {
   private timer: unknown = null;
@@ -75,14 +71,14 @@ export class CursorBlink {
    */
   touch(): void {
     this.lastActivity = this.clock.now();
-    if (this.timer === null) this.timer = this.clock.every(this.tick, this.policy.periodMs);
+    if (this.timer === null) this.timer = this.clock.repeat(this.tick, this.policy.periodMs);
   }
 
   /** A cursor move: the cursor shows now, for a whole period at least. */
   poke(): void {
     this.lastActivity = this.clock.now();
     this.show();
-    if (this.timer === null) this.timer = this.clock.every(this.tick, this.policy.periodMs);
+    if (this.timer === null) this.timer = this.clock.repeat(this.tick, this.policy.periodMs);
   }
 
   private readonly tick = (): void => {

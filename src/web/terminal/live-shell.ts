@@ -149,7 +149,7 @@ export class LiveShell {
     const hooked = typeof onUserInput === 'function';
     if (hooked) onUserInput(() => (this.userInput = true));
     this.term.onData((d) => {
-      if (this.focused && this.view.renderer === 'dom') this.blink?.touch();
+      this.blinking()?.touch();
       const typed = isBroadcastInput(d, hooked ? this.userInput : true);
       this.userInput = false;
       const bytes = encoder.encode(d);
@@ -159,7 +159,8 @@ export class LiveShell {
     // Binary data is only ever an X10 mouse report: this terminal's alone.
     this.term.onBinary((d) => this.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
     this.term.onResize(() => this.sendSize(false));
-    this.term.onCursorMove(() => this.blinkActivity());
+    // A cursor move shows the cursor for a whole period.
+    this.term.onCursorMove(() => this.blinking()?.poke());
     this.term.attachCustomKeyEventHandler((e) => this.onKey(e));
     this.topic = realtime.subscribe(
       Destinations.shellOutput(shellId),
@@ -227,7 +228,7 @@ export class LiveShell {
         this.webgl = null;
         this.view.renderer = 'dom';
         this.term.options.cursorBlink = false;
-        if (this.focused) this.blink?.start();
+        this.blinking()?.start();
       });
       this.term.loadAddon(webgl);
       this.webgl = webgl;
@@ -249,7 +250,7 @@ export class LiveShell {
     this.blink = new CursorBlink(el);
     const focus = () => {
       this.focused = true;
-      if (this.view.renderer === 'dom') this.blink?.start();
+      this.blinking()?.start();
     };
     const blur = () => {
       this.focused = false;
@@ -264,9 +265,9 @@ export class LiveShell {
     if (document.activeElement === area) focus();
   }
 
-  /** A cursor move shows the cursor for a whole period (the DOM renderer, focused). */
-  private blinkActivity(): void {
-    if (this.focused && this.view.renderer === 'dom') this.blink?.poke();
+  /** The blink, while this terminal blinks it: focused, on the DOM renderer. */
+  private blinking(): CursorBlink | null {
+    return this.focused && this.view.renderer === 'dom' ? this.blink : null;
   }
 
   private subscribeHeaders(): Record<string, string> {
