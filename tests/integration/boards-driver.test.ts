@@ -384,6 +384,32 @@ describe('a local board sandbox', () => {
     expect(ps).toMatch(/^\s+1 \S*bwrap/m);
   });
 
+  it('starts a login shell without a process of its start-up files, with the colours dircolors gives', async () => {
+    // The board's own pid namespace: the last pid moves by one per process started in it. Debian's
+    // /etc/profile and ~/.bashrc start two (`id -u`, `dircolors -b`), each 1.5–4 ms in a board.
+    const login = 'bash -il -c \'alias ls; printf "%s\\n" "$LS_COLORS"\' </dev/null 2>/dev/null';
+    const out = await runInShell(
+      shell,
+      `read -r _ _ _ _ a < /proc/loadavg; ${login}; read -r _ _ _ _ b < /proc/loadavg; echo "started $((b - a))"`,
+    );
+    const [alias, colors, started] = out.split('\n');
+    expect(started).toBe('started 1');
+    expect(alias).toBe("alias ls='ls --color=auto'");
+    const fresh = await runInShell(
+      shell,
+      'eval "$(TERM=xterm-256color dircolors -b)"; printf "%s\\n" "$LS_COLORS"',
+    );
+    expect(colors).toMatch(/^rs=0:di=/);
+    expect(colors).toBe(fresh);
+    // A ~/.dircolors of the user's own is read as Debian's .bashrc reads it.
+    const own = await runInShell(
+      shell,
+      `printf 'TERM xterm-256color\\nDIR 01;35\\n' > ~/.dircolors; ${login} | tail -1; rm ~/.dircolors`,
+    );
+    expect(own).toMatch(/di=01;35/);
+    expect(await runInShell(shell, 'stat -c %a /root')).toBe('700');
+  });
+
   it('has no network but loopback', async () => {
     const ifaces = await runInShell(shell, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
     expect(ifaces.trim().split('\n')).toEqual(['lo']);
