@@ -142,6 +142,28 @@ describe('shells over the realtime channel', () => {
     await t.app.shells.close('a2', shellId);
   });
 
+  it('resumes a paused PTY at the first acknowledgement that brings it under the low-water mark, before the window drains', async () => {
+    const shellId = await openShell(t.app, alice, 'a2');
+    const c = await connectStomp(port, { token: alice.token, applyId: 'a2' });
+    const f = await ShellFollower.subscribe(c, shellId, { offset: 0, ack: false });
+    f.input('cat /dev/zero | tr "\\0" y | fold -w 100\n');
+    const deadline = Date.now() + 15_000;
+    while (!t.app.shells.stats(shellId)[0].paused && Date.now() < deadline) await sleep(20);
+    await sleep(300);
+    const b = t.app.shells.stats(shellId)[0];
+    expect(b.paused).toBe(true);
+    // One acknowledgement step below the high-water mark: most of the window still unacknowledged
+    // (it used to wait until only 64 KiB were).
+    const left = SHELL_FLOW.highWater - SHELL_FLOW.ackEveryBytes - 1;
+    f.pump();
+    f.ack(b.ringEnd - left);
+    const resumeBy = Date.now() + 5000;
+    while (t.app.shells.stats(shellId)[0].ringEnd === b.ringEnd && Date.now() < resumeBy) await sleep(20);
+    expect(t.app.shells.stats(shellId)[0].ringEnd).toBeGreaterThan(b.ringEnd);
+    c.close();
+    await t.app.shells.close('a2', shellId);
+  });
+
   it('closes a shell on unapply-device-shell and tells the pane why', async () => {
     const shellId = await openShell(t.app, alice, 'a1');
     const c = await connectStomp(port, { token: alice.token, applyId: 'a1' });
