@@ -21,7 +21,9 @@
 //     frame; with the WebGL renderer there are no rows, and only the first figure is given);
 //   - the page's main thread: how long a posted message waits for it (a probe every 37 ms), and the
 //     longest gap between animation frames during the flood.
-// BENCH_FLOOD_TRACE=file.json also records Chromium's devtools timeline of the flood (long tasks).
+// BENCH_FLOOD_TRACE=file.json also records Chromium's devtools timeline of the flood (long tasks);
+// BENCH_FLOOD_CPUPROFILE=file.cpuprofile the page's JavaScript profile during the flood (DevTools opens it).
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { Locator, Page } from 'playwright-core';
 import { ADMIN_PASSWORD, passwordLogin, requestBoard } from '../e2e/helpers/api.ts';
@@ -36,6 +38,7 @@ const MIB = Number(process.env.BENCH_FLOOD_MIB ?? 256);
 const FORCE_DOM = process.env.BENCH_FLOOD_DOM === '1';
 /** A file to write Chromium's trace of the flood to (devtools timeline), for finding long tasks. */
 const TRACE = process.env.BENCH_FLOOD_TRACE;
+const CPUPROFILE = process.env.BENCH_FLOOD_CPUPROFILE;
 
 /**
  * Runs in the page before the console: watches the realtime socket's frames. Plain JavaScript in a
@@ -204,6 +207,12 @@ async function main() {
         path: TRACE,
         categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8', 'blink.user_timing'],
       });
+    const cdp = CPUPROFILE ? await ctx.newCDPSession(page) : null;
+    if (cdp) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 250 });
+      await cdp.send('Profiler.start');
+    }
     const startAt = await page.evaluate(() => {
       (window as unknown as { __floodFrames(): void }).__floodFrames();
       return performance.now();
@@ -230,6 +239,10 @@ async function main() {
       if (performance.now() - wall0 > 15 * 60_000) throw new Error('flood did not end in 15 minutes');
     }
     if (TRACE) await browser.stopTracing();
+    if (cdp && CPUPROFILE) {
+      const { profile } = await cdp.send('Profiler.stop');
+      writeFileSync(CPUPROFILE, JSON.stringify(profile));
+    }
     const f = await page.evaluate(() => (window as unknown as { __flood: Flood }).__flood);
     const destA = `/topic/shell/${idA}`;
     const destB = `/topic/shell/${idB}`;
