@@ -70,7 +70,7 @@
 // server stops reading the socket until it has caught up. A closed connection leaves no state behind
 // (hub, bus handlers, shell viewers).
 import { z } from 'zod';
-import { DEFAULT_STOMP_LIMITS } from './stomp-codec.ts';
+import { DEFAULT_STOMP_LIMITS } from './stomp-limits.ts';
 
 export const WS_PATH = '/ws';
 

@@ -1,5 +1,6 @@
-// A pure STOMP 1.2 frame codec, shared by the server and the tests. It parses one WebSocket
-// message (text or binary: both arrive as bytes) into frames and serialises frames back to bytes.
+// A pure STOMP 1.2 frame codec, shared by the server, the console (realtime/fast-frames.ts) and the
+// tests. It parses one WebSocket message (text or binary: both arrive as bytes) into frames and
+// serialises frames back to bytes.
 // Parsing never throws anything but StompCodecError, whatever the input: limits on message size,
 // header count and header line length are checked before any allocation grows with the input.
 //
@@ -13,6 +14,10 @@
 // - a repeated header keeps its first value.
 // A frame must fit within one WebSocket message: the console's client (stompjs) never splits frames
 // across messages, so a message ending inside a frame is a truncated frame, not a partial one.
+
+import { DEFAULT_STOMP_LIMITS, type StompLimits } from './stomp-limits.ts';
+
+export { DEFAULT_STOMP_LIMITS, type StompLimits };
 
 export const CLIENT_COMMANDS = [
   'CONNECT',
@@ -41,23 +46,6 @@ export interface StompFrame {
   headers: Record<string, string>;
   body: Uint8Array;
 }
-
-export interface StompLimits {
-  /** Largest WebSocket message, and so the largest frame, in bytes. */
-  maxFrameBytes: number;
-  maxHeaders: number;
-  /** Longest header line (name, colon and value, escaped) in bytes. */
-  maxHeaderLineBytes: number;
-  /** Most frames one message may carry. */
-  maxFramesPerMessage: number;
-}
-
-export const DEFAULT_STOMP_LIMITS: StompLimits = {
-  maxFrameBytes: 256 * 1024,
-  maxHeaders: 32,
-  maxHeaderLineBytes: 8 * 1024,
-  maxFramesPerMessage: 64,
-};
 
 export type StompCodecErrorKey =
   | 'stomp.frame_too_large'

@@ -2,13 +2,12 @@
 // notifications of kind lease.*) become toasts and refresh the lease list (only lease.* kinds: flash.*
 // notifications belong to flash/live.ts, and flash.progress is never a toast); a board's state changes
 // (its /topic/board/{deviceId}) update the store so badges change without a reload.
-import type { IMessage } from '@stomp/stompjs';
 import { BOARD_STATES, type BoardState } from '#shared/boards.ts';
 import { LeaseNotice } from '#shared/leases.ts';
 import { boardStateEvent, Destinations, userNotification } from '#shared/realtime.ts';
 import { dataOf, leaseOf, leases, loadLeases } from '#web/boards/store.ts';
 import { t } from '#web/i18n/i18n.ts';
-import { realtime } from '#web/realtime/client.ts';
+import { type RealtimeMessage, realtime } from '#web/realtime/client.ts';
 import { type NoticeKind, notify } from '#web/state/notices.ts';
 
 // Features whose own view tells a board's state story while it runs (a flash: flash/state.ts) register
@@ -19,7 +18,7 @@ export function addStateExplainer(explains: (deviceId: string) => boolean): void
   explainers.add(explains);
 }
 
-function json(m: IMessage): unknown {
+function json(m: RealtimeMessage): unknown {
   try {
     return JSON.parse(m.body);
   } catch {

@@ -4,11 +4,10 @@
 // by the store. While the realtime socket is down, jobs that have not ended are polled every second
 // (fetch-flash-job per board, fetch-multi-flash-job per multi-flash); after a reconnect, and every few
 // seconds even while connected, they are read once more, so a missed event never freezes a bar.
-import type { IMessage } from '@stomp/stompjs';
 import { subscribe } from 'valtio';
 import { flashEvent } from '#shared/flash.ts';
 import { Destinations, userNotification } from '#shared/realtime.ts';
-import { realtime, realtimeState } from '#web/realtime/client.ts';
+import { type RealtimeMessage, realtime, realtimeState } from '#web/realtime/client.ts';
 import { activeWork, applyEvent, flash, refreshJob, refreshMulti } from './state.ts';
 
 /** Poll period while the socket is down. */
@@ -21,7 +20,7 @@ export function isFlashKind(kind: string): boolean {
   return kind.startsWith('flash.');
 }
 
-function json(m: IMessage): unknown {
+function json(m: RealtimeMessage): unknown {
   try {
     return JSON.parse(m.body);
   } catch {

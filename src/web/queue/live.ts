@@ -1,17 +1,16 @@
 // The waiting line's live side: one subscription per tab to the user's notifications, handing the
 // `queue.*` kinds to the store (devices/live.ts words only `lease.*`, flash/live.ts only `flash.*`).
 // After a reconnect the list is read again, so a grant missed while the socket was down still shows.
-import type { IMessage } from '@stomp/stompjs';
 import { subscribe } from 'valtio';
 import { Destinations, userNotification } from '#shared/realtime.ts';
-import { realtime, realtimeState } from '#web/realtime/client.ts';
+import { type RealtimeMessage, realtime, realtimeState } from '#web/realtime/client.ts';
 import { loadQueue, onQueueNotification, waitingEntries } from './state.ts';
 
 let handle: { unsubscribe(): void } | null = null;
 
 export function watchQueue(): void {
   if (handle) return;
-  handle = realtime.subscribe(Destinations.userNotifications, (m: IMessage) => {
+  handle = realtime.subscribe(Destinations.userNotifications, (m: RealtimeMessage) => {
     let body: unknown = null;
     try {
       body = JSON.parse(m.body);

@@ -9,8 +9,9 @@
 // connection status lives in a valtio proxy for components; the client object itself never does.
 //
 // @stomp/stompjs and zod (every handler parses its frames with a shared schema) are loaded by the
-// first start(), not with the first page: a visitor who is not signed in never needs them.
-import type { Client, IMessage, StompSubscription } from '@stomp/stompjs';
+// first start(), not with the first page: a visitor who is not signed in never needs them. So is
+// fast-frames.ts, which decodes the MESSAGE frames of the client's own subscriptions beside stompjs.
+import type { Client, StompSubscription } from '@stomp/stompjs';
 import { proxy } from 'valtio';
 import { SESSION_END_CODES } from '#shared/codes.ts';
 import {
@@ -23,6 +24,9 @@ import { RealtimeErrorKey, WS_PATH } from '#shared/realtime.ts';
 import { loadZod } from '#web/lazy-zod.ts';
 import { askReLogin } from '#web/state/notices.ts';
 import { readApplyInfo, readToken } from '#web/state/storage.ts';
+import type { RealtimeMessage } from './fast-frames.ts';
+
+export type { RealtimeMessage } from './fast-frames.ts';
 
 export type RealtimeStatus = 'idle' | 'connecting' | 'connected' | 'disconnected' | 'ended';
 
@@ -43,7 +47,7 @@ interface Topic {
   key: number;
   destination: string;
   headers: () => Record<string, string>;
-  onMessage: (m: IMessage) => void;
+  onMessage: (m: RealtimeMessage) => void;
   sub: StompSubscription | null;
 }
 
@@ -59,6 +63,9 @@ export class RealtimeClient {
   private client: Client | null = null;
   private checker: ReturnType<typeof setInterval> | null = null;
   private readonly topics = new Map<number, Topic>();
+  /** Subscriptions on the current socket by their id, for the MESSAGE frames decoded in fast-frames. */
+  private readonly routes = new Map<string, Topic>();
+  private readonly route = (subscription: string) => this.routes.get(subscription)?.onMessage;
   private nextKey = 1;
   /** An applyId the server refused: later connects leave it out instead of failing forever. */
   private refusedApply = '';
@@ -73,11 +80,15 @@ export class RealtimeClient {
 
   start(): void {
     if (this.client || this.opening) return;
-    const opening: Promise<void> = Promise.all([import('@stomp/stompjs'), loadZod()]).then(
-      ([stomp]) => {
+    const opening: Promise<void> = Promise.all([
+      import('@stomp/stompjs'),
+      import('./fast-frames.ts'),
+      loadZod(),
+    ]).then(
+      ([stomp, { interceptMessages }]) => {
         if (this.opening !== opening) return;
         this.opening = null;
-        this.open(stomp);
+        this.open(stomp, interceptMessages);
       },
       () => {
         // The chunk did not load (the service restarted with a new build): the next start() retries.
@@ -89,9 +100,13 @@ export class RealtimeClient {
     realtimeState.status = 'connecting';
   }
 
-  private open({ Client, TickerStrategy }: typeof import('@stomp/stompjs')): void {
+  private open(
+    { Client, TickerStrategy, Versions }: typeof import('@stomp/stompjs'),
+    interceptMessages: typeof import('./fast-frames.ts').interceptMessages,
+  ): void {
     const client = new Client({
-      brokerURL: this.url(),
+      webSocketFactory: () =>
+        interceptMessages(new WebSocket(this.url(), Versions.default.protocolVersions()), this.route),
       reconnectDelay: STOMP_RECONNECT_DELAY_MS,
       heartbeatOutgoing: STOMP_HEARTBEAT_OUT_MS,
       heartbeatIncoming: STOMP_HEARTBEAT_IN_MS,
@@ -116,6 +131,7 @@ export class RealtimeClient {
     client.onWebSocketClose = () => {
       if (this.client !== client) return;
       for (const t of this.topics.values()) t.sub = null;
+      this.routes.clear();
       if (realtimeState.status !== 'ended') realtimeState.status = 'disconnected';
     };
     client.onStompError = (frame) => {
@@ -152,6 +168,7 @@ export class RealtimeClient {
     this.client = null;
     this.opening = null;
     this.topics.clear();
+    this.routes.clear();
     realtimeState.status = 'idle';
     if (this.checker) clearInterval(this.checker);
     this.checker = null;
@@ -176,7 +193,7 @@ export class RealtimeClient {
   /** Stores the topic and subscribes now if connected; it is resubscribed after every reconnect. */
   subscribe(
     destination: string,
-    onMessage: (m: IMessage) => void,
+    onMessage: (m: RealtimeMessage) => void,
     headers: () => Record<string, string> = () => ({}),
   ): TopicHandle {
     const t: Topic = { key: this.nextKey++, destination, headers, onMessage, sub: null };
@@ -186,6 +203,7 @@ export class RealtimeClient {
       destination,
       unsubscribe: () => {
         this.topics.delete(t.key);
+        this.routes.delete(subscriptionId(t));
         if (t.sub && this.connected) t.sub.unsubscribe();
         t.sub = null;
       },
@@ -202,7 +220,9 @@ export class RealtimeClient {
 
   private attach(t: Topic): void {
     if (!this.client?.connected) return;
-    t.sub = this.client.subscribe(t.destination, (m) => t.onMessage(m), t.headers());
+    const id = subscriptionId(t);
+    this.routes.set(id, t);
+    t.sub = this.client.subscribe(t.destination, (m) => t.onMessage(m), { ...t.headers(), id });
   }
 
   private async deactivate(): Promise<void> {
@@ -210,6 +230,11 @@ export class RealtimeClient {
     this.checker = null;
     await this.client?.deactivate();
   }
+}
+
+/** One id per topic for the tab's life: a frame names the subscription it belongs to. */
+function subscriptionId(t: Topic): string {
+  return `t${t.key}`;
 }
 
 /** The tab's connection. */

@@ -9,7 +9,6 @@
 // the registry's route, which sends it to every shell of the broadcast set when this one is in it
 // (broadcast.ts); an ending shell leaves that set.
 
-import type { IMessage } from '@stomp/stompjs';
 import { FitAddon } from '@xterm/addon-fit';
 import { SearchAddon } from '@xterm/addon-search';
 import { Unicode11Addon } from '@xterm/addon-unicode11';
@@ -20,7 +19,7 @@ import { proxy, subscribe as watch } from 'valtio';
 import { Destinations, RealtimeEvent, SHELL_FLOW, SHELL_INPUT_CHUNK_BYTES } from '#shared/realtime.ts';
 import { type SharePresence, sharePresence } from '#shared/share.ts';
 import { t } from '#web/i18n/i18n.ts';
-import { realtime, realtimeState, type TopicHandle } from '#web/realtime/client.ts';
+import { type RealtimeMessage, realtime, realtimeState, type TopicHandle } from '#web/realtime/client.ts';
 import { appState } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
 import { isBroadcastInput, leaveBroadcast } from './broadcast.ts';
@@ -282,7 +281,7 @@ export class LiveShell {
     return Boolean(me && !me.host && !me.input);
   }
 
-  private onMessage(m: IMessage): void {
+  private onMessage(m: RealtimeMessage): void {
     const event = m.headers.event;
     if (event === RealtimeEvent.presence) {
       try {
