@@ -381,6 +381,44 @@ describe.skipIf(SKIP_E2E)('workbench', () => {
     await wb.focusTerminal(0);
     await page.keyboard.press('Control+U');
   });
+  it('scrolls output without redrawing every row for an empty selection, and still selects and clears', async () => {
+    // xterm 6 redraws the selection layer and every row at each scroll, selected or not
+    // (src/web/terminal/selection-redraw.ts): counted here as the layer's emptyings.
+    await wb.waitForLiveTerminals(1);
+    await page.evaluate(() => {
+      const w = window as unknown as { __selectionRedraws: number };
+      w.__selectionRedraws = 0;
+      const replace = Element.prototype.replaceChildren;
+      Element.prototype.replaceChildren = function (this: Element, ...nodes: (Node | string)[]) {
+        if (this.classList.contains('xterm-selection')) w.__selectionRedraws++;
+        return replace.apply(this, nodes);
+      };
+    });
+    const redraws = () =>
+      page.evaluate(() => (window as unknown as { __selectionRedraws: number }).__selectionRedraws);
+    await wb.run(
+      0,
+      'for i in $(seq 1 40); do seq 1 200; sleep 0.02; done; echo "scrol""led-$((2*21))"',
+      'scrolled-42',
+    );
+    expect(await redraws()).toBeLessThanOrEqual(1);
+    // A selection still shows, and goes again.
+    const pane = wb.terminals().nth(0);
+    const row = await pane
+      .locator('.xterm-rows > div', { hasText: /^scrolled-42/ })
+      .last()
+      .boundingBox();
+    expect(row).not.toBeNull();
+    await page.mouse.dblclick((row?.x ?? 0) + 12, (row?.y ?? 0) + (row?.height ?? 0) / 2);
+    await expect
+      .poll(() => pane.locator('.xterm-selection').evaluate((el) => el.childElementCount))
+      .toBeGreaterThan(0);
+    await wb.focusTerminal(0);
+    await page.keyboard.type('echo cleared');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => pane.locator('.xterm-selection').evaluate((el) => el.childElementCount)).toBe(0);
+  });
+
   it('renames the shell tab from the palette, kept across a reload, and gives back its automatic name', async () => {
     const activeTab = page.locator('[data-testid="shell-tab"][aria-selected="true"]');
     const auto = await activeTab.textContent();

@@ -24,6 +24,7 @@ import { appState } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
 import { isBroadcastInput, leaveBroadcast } from './broadcast.ts';
 import { hasHardwareWebgl } from './renderer.ts';
+import { skipEmptySelectionRedraws } from './selection-redraw.ts';
 import { CursorBlink } from './cursor-blink.ts';
 import { OutputFeeder } from './feeder.ts';
 
@@ -184,6 +185,7 @@ export class LiveShell {
     if (!this.opened) {
       this.term.open(container);
       this.opened = true;
+      skipEmptySelectionRedraws(this.term);
       this.watchFocus();
       // WebGL only on a GPU: a software rasteriser makes it slower than the DOM renderer (renderer.ts).
       if (hasHardwareWebgl()) this.loadWebgl();
