@@ -2,14 +2,15 @@
 // its subscriptions reach their handlers without passing through stompjs's byte-by-byte parser, the
 // rest (CONNECTED, text frames, frames of an unknown subscription) still through it; after the socket
 // drops, the subscription made again on the next one is served the same way.
-import type { AddressInfo } from 'node:net';
 import { Parser } from '@stomp/stompjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket, WebSocketServer, type WebSocket as WsSocket } from 'ws';
+import type { WebSocketServer, WebSocket as WsSocket } from 'ws';
 import { parseMessage, serializeFrame } from '#shared/stomp-codec.ts';
+import { installBrowserGlobals, listenLoopback } from './realtime-browser.fixtures.ts';
 
 let server: WebSocketServer;
 let port = 0;
+let removeGlobals: () => void;
 const sockets: WsSocket[] = [];
 /** Subscription ids the server saw, in order. */
 const subscribed: string[] = [];
@@ -26,15 +27,8 @@ function send(ws: WsSocket, subscription: string, body: string | Uint8Array, bin
 }
 
 beforeAll(async () => {
-  Object.assign(globalThis, {
-    WebSocket,
-    localStorage: { getItem: () => 'bbt_test', setItem: () => {}, removeItem: () => {} },
-    document: { cookie: '' },
-    window: { location: { protocol: 'http:', host: 'localhost', pathname: '/workbench' } },
-  });
-  server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
-  await new Promise<void>((r) => server.once('listening', () => r()));
-  port = (server.address() as AddressInfo).port;
+  removeGlobals = installBrowserGlobals();
+  ({ server, port } = await listenLoopback());
   server.on('connection', (ws) => {
     sockets.push(ws);
     ws.on('message', (data: Buffer) => {
@@ -50,8 +44,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise<void>((r) => server.close(() => r()));
-  for (const k of ['WebSocket', 'localStorage', 'document', 'window'])
-    delete (globalThis as Record<string, unknown>)[k];
+  removeGlobals();
 });
 
 describe('the realtime client decoding its own MESSAGE frames', () => {

@@ -1,32 +1,22 @@
 // The console's realtime client against a small STOMP server: an ERROR carrying a session code
 // (50008/50012/50014, sent when the sign-in ends while the socket is open) ends the client for good
 // and asks to sign in again, as the HTTP calls do; any other ERROR is followed by a reconnect.
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { WebSocket, WebSocketServer } from 'ws';
+import type { WebSocketServer } from 'ws';
 import { parseMessage, serializeFrame } from '#shared/stomp-codec.ts';
+import { installBrowserGlobals, listenLoopback } from './realtime-browser.fixtures.ts';
 
 const store = new Map<string, string>([['token', 'bbt_test']]);
 let server: WebSocketServer;
 let port = 0;
+let removeGlobals: () => void;
 let connects = 0;
 /** What the server answers after CONNECTED: the ERROR headers it sends, then it closes. */
 let errorHeaders: Record<string, string> = {};
 
 beforeAll(async () => {
-  Object.assign(globalThis, {
-    WebSocket,
-    localStorage: {
-      getItem: (k: string) => store.get(k) ?? null,
-      setItem: (k: string, v: string) => void store.set(k, v),
-      removeItem: (k: string) => void store.delete(k),
-    },
-    document: { cookie: '' },
-    window: { location: { protocol: 'http:', host: 'localhost', pathname: '/workbench' } },
-  });
-  server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
-  await new Promise<void>((r) => server.once('listening', () => r()));
-  port = (server.address() as AddressInfo).port;
+  removeGlobals = installBrowserGlobals(store);
+  ({ server, port } = await listenLoopback());
   server.on('connection', (ws) => {
     connects++;
     ws.on('message', (data: Buffer) => {
@@ -44,8 +34,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise<void>((r) => server.close(() => r()));
-  for (const k of ['WebSocket', 'localStorage', 'document', 'window'])
-    delete (globalThis as Record<string, unknown>)[k];
+  removeGlobals();
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
