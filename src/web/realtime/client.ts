@@ -63,9 +63,11 @@ export class RealtimeClient {
   private client: Client | null = null;
   private checker: ReturnType<typeof setInterval> | null = null;
   private readonly topics = new Map<number, Topic>();
-  /** Subscriptions on the current socket by their id, for the MESSAGE frames decoded in fast-frames. */
-  private readonly routes = new Map<string, Topic>();
-  private readonly route = (subscription: string) => this.routes.get(subscription)?.onMessage;
+  /** The handler of a subscription made on the current socket, for the frames fast-frames decodes. */
+  private readonly route = (subscription: string) => {
+    const t = this.topics.get(topicKey(subscription));
+    return t?.sub ? t.onMessage : undefined;
+  };
   private nextKey = 1;
   /** An applyId the server refused: later connects leave it out instead of failing forever. */
   private refusedApply = '';
@@ -131,7 +133,6 @@ export class RealtimeClient {
     client.onWebSocketClose = () => {
       if (this.client !== client) return;
       for (const t of this.topics.values()) t.sub = null;
-      this.routes.clear();
       if (realtimeState.status !== 'ended') realtimeState.status = 'disconnected';
     };
     client.onStompError = (frame) => {
@@ -168,7 +169,6 @@ export class RealtimeClient {
     this.client = null;
     this.opening = null;
     this.topics.clear();
-    this.routes.clear();
     realtimeState.status = 'idle';
     if (this.checker) clearInterval(this.checker);
     this.checker = null;
@@ -203,7 +203,6 @@ export class RealtimeClient {
       destination,
       unsubscribe: () => {
         this.topics.delete(t.key);
-        this.routes.delete(subscriptionId(t));
         if (t.sub && this.connected) t.sub.unsubscribe();
         t.sub = null;
       },
@@ -220,9 +219,10 @@ export class RealtimeClient {
 
   private attach(t: Topic): void {
     if (!this.client?.connected) return;
-    const id = subscriptionId(t);
-    this.routes.set(id, t);
-    t.sub = this.client.subscribe(t.destination, (m) => t.onMessage(m), { ...t.headers(), id });
+    t.sub = this.client.subscribe(t.destination, (m) => t.onMessage(m), {
+      ...t.headers(),
+      id: subscriptionId(t),
+    });
   }
 
   private async deactivate(): Promise<void> {
@@ -235,6 +235,11 @@ export class RealtimeClient {
 /** One id per topic for the tab's life: a frame names the subscription it belongs to. */
 function subscriptionId(t: Topic): string {
   return `t${t.key}`;
+}
+
+/** The topic key a subscription id names (NaN for an id that is not one of ours). */
+function topicKey(subscription: string): number {
+  return /^t\d+$/.test(subscription) ? Number(subscription.slice(1)) : Number.NaN;
 }
 
 /** The tab's connection. */
