@@ -12,9 +12,9 @@ import { call } from '#web/api/http.ts';
 import { Calls, messageOf } from '#web/boards/store.ts';
 import { Alert, Spinner } from '#web/components/ui.tsx';
 import { appState } from '#web/state/app.ts';
+import { timeRange, WINDOW_SECONDS } from './load-range.ts';
 
 export const LOAD_REFRESH_MS = 5_000;
-const WINDOW_SECONDS = 900;
 
 export interface LoadData {
   cpu: LoadSeries;
@@ -208,7 +208,7 @@ function Chart({
       legend: { show: false },
       cursor: { points: { size: 5 } },
       scales: {
-        x: { time: true },
+        x: { time: true, range: (_u, _min, max) => timeRange(max, Date.now() / 1000) },
         y: range
           ? { range: () => range }
           : { range: (_u, min, max) => [0, Math.max(floor, max * 1.15, min)] },
