@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
+import { signedInContext } from './helpers/context.ts';
 import { type Service, startService } from './helpers/service.ts';
 import { ConsolePage } from './pages/ConsolePage.ts';
 import { ApplyPage, MainboardPage } from './pages/DevicePages.ts';
@@ -155,5 +156,29 @@ describe.skipIf(SKIP_E2E)('device lifecycle in the console', () => {
     // The apply ended with the lease: the workbench says so instead of showing a dead board.
     await console_.goto('/workbench');
     await page.getByText('No board is open').or(page.getByTestId('workbench-ended')).waitFor();
+  });
+
+  it('shows every label of the sidebar whole, in Chinese, English and Japanese', async () => {
+    // The sidebar is 180 px wide (spec); a label cut off to "Documentat…" hides what the item is.
+    const cut: string[] = [];
+    for (const lang of ['zh', 'en', 'ja']) {
+      const c = await signedInContext(browser, token, { cookies: { lang } });
+      try {
+        const p = await c.newPage();
+        await new ConsolePage(p, svc.url).goto('/dashboard/dashboard');
+        await p.getByTestId('exit-layout').waitFor();
+        const labels = await p.evaluate(() =>
+          [...document.querySelectorAll('aside nav a span, [data-testid="exit-layout"] span')].map((el) => ({
+            text: el.textContent ?? '',
+            cut: el.scrollWidth > el.clientWidth,
+          })),
+        );
+        expect(labels.length).toBeGreaterThanOrEqual(4);
+        cut.push(...labels.filter((l) => l.cut).map((l) => `${lang}: ${l.text}`));
+      } finally {
+        await c.close();
+      }
+    }
+    expect(cut).toEqual([]);
   });
 });

@@ -91,7 +91,7 @@ export default function DashboardPage() {
 
       <div className="grid gap-5 lg:grid-cols-2">
         <Card className="overflow-hidden">
-          <header className="flex items-center justify-between border-b border-zinc-100 px-4 py-2.5 dark:border-zinc-800">
+          <header className="flex min-h-12 items-center justify-between border-b border-zinc-100 px-4 py-2 dark:border-zinc-800">
             <h2 className="text-[13px] font-semibold text-zinc-900 dark:text-zinc-100">
               {t('dashboard.leases')}
             </h2>
@@ -121,7 +121,7 @@ export default function DashboardPage() {
         </Card>
 
         <Card className="overflow-hidden">
-          <header className="border-b border-zinc-100 px-4 py-2.5 dark:border-zinc-800">
+          <header className="flex min-h-12 items-center border-b border-zinc-100 px-4 py-2 dark:border-zinc-800">
             <h2 className="text-[13px] font-semibold text-zinc-900 dark:text-zinc-100">
               {t('dashboard.recent')}
             </h2>

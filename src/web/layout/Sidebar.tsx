@@ -30,8 +30,8 @@ function Entry({
   const { t } = useTranslation('layout');
   const title = t(item.titleKey);
   const base =
-    'group flex h-8 items-center gap-2.5 rounded-md text-[13px] font-medium transition-colors focus-ring';
-  const pad = collapsed ? 'justify-center px-0' : 'px-2.5';
+    'group flex h-8 items-center gap-2 rounded-md text-[13px] font-medium transition-colors focus-ring';
+  const pad = collapsed ? 'justify-center px-0' : 'px-2';
   const content = (
     <>
       <Icon name={item.icon ?? 'arrowRight'} size={16} className="shrink-0" />
@@ -139,7 +139,7 @@ export function Sidebar() {
                 {collapsed ? (
                   <div className="mx-auto mb-1 h-px w-6 bg-zinc-200 dark:bg-zinc-800" />
                 ) : (
-                  <div className="px-2.5 pb-1 text-[11px] font-medium tracking-wide text-zinc-400 uppercase">
+                  <div className="px-2 pb-1 text-[11px] font-medium tracking-wide text-zinc-400 uppercase">
                     {t(item.titleKey)}
                   </div>
                 )}
@@ -161,11 +161,11 @@ export function Sidebar() {
             title={collapsed ? t('sidebar.exit') : undefined}
             aria-label={collapsed ? t('sidebar.exit') : undefined}
             className={cx(
-              'flex h-8 items-center gap-2.5 rounded-md text-[13px] font-medium text-zinc-600 transition-colors hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800/70 dark:hover:text-zinc-100',
-              collapsed ? 'justify-center' : 'px-2.5',
+              'flex h-8 items-center gap-2 rounded-md text-[13px] font-medium text-zinc-600 transition-colors hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800/70 dark:hover:text-zinc-100',
+              collapsed ? 'justify-center' : 'px-2',
             )}
           >
-            <Icon name="arrowLeft" size={16} />
+            <Icon name="arrowLeft" size={16} className="shrink-0" />
             {collapsed ? null : (
               <span className="truncate" title={t('sidebar.exit')}>
                 {t('sidebar.exit')}
