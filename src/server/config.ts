@@ -39,6 +39,12 @@ const configSchema = z.object({
     .transform(parseTrustedProxies),
   /** Heart-beat interval the realtime server asks of clients (spec: 20000); silence of twice that ends a session. */
   BIANBU_STOMP_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
+  /**
+   * Local boards' shells through the WebSocket relay (relay.c, docs/native-data-plane.md): a keystroke
+   * and its echo pass through a small C process instead of the service's JavaScript. `off`: the
+   * service serves every shell itself, as it does for clients on TLS and boards over SSH.
+   */
+  BIANBU_WS_RELAY: z.enum(['on', 'off']).default('on'),
   BIANBU_ROUTE_SET: z.enum(['full', 'reduced']).default('full'),
   BIANBU_DOCS_URL: z.string().default('https://bianbu.spacemit.com'),
   BIANBU_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import tty from 'node:tty';
 import { afterEach, describe, expect, it } from 'vitest';
-import { stopReading } from '#server/boards/local/pty-host/pty-host.ts';
+import { stopReading } from '#server/system/stop-reading.ts';
 
 const open: tty.ReadStream[] = [];
 afterEach(() => {

@@ -48,6 +48,33 @@ export interface PtyHandle {
   pause(): void;
   resume(): void;
   close(): void;
+  /**
+   * Hands a view's keystrokes and output to the service's WebSocket relay (local boards only,
+   * docs/native-data-plane.md). False when it cannot now: the service goes on serving the view.
+   */
+  serveRelay?(o: RelayServe): Promise<boolean>;
+  /** The relay stops serving (the view ended); the service reads the terminal again. */
+  unserveRelay?(): void;
+}
+
+/** What the relay needs to serve one view of a shell (see PtyHandle.serveRelay). */
+export interface RelayServe {
+  /** The service's WsRelay (src/server/boards/local/pty-host/relay.ts). */
+  relay: unknown;
+  /** The connection, as the relay knows it: the service's descriptor number of the client socket. */
+  key: number;
+  /** The session's next output offset (the ring's end), read once what was read is handed on. */
+  offset(): number;
+  /** The constant head of the view's MESSAGE frames; its input and acknowledgement destinations. */
+  head: Buffer;
+  input: string;
+  ack: string;
+  /**
+   * Called once, at the handover (what the service read of the terminal handed on, before the relay
+   * is asked): the caller flushes what it holds for the view and stops sending its output, and answers
+   * the bytes it has written to and read from the relayed connection so far.
+   */
+  handover(): { written: number; read: number };
 }
 
 export interface FileEntry {

@@ -10,6 +10,7 @@
 // Frames are read no faster than they are handled (past INBOUND_QUEUE_BYTES the socket is paused);
 // shell output and its bound per socket live in shell-output.ts.
 import crypto from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import {
@@ -32,6 +33,7 @@ import {
 } from '#server/shells/bus-protocol.ts';
 import { ResultCode, SESSION_END_CODES } from '#shared/codes.ts';
 import {
+  Destinations,
   INBOUND_QUEUE_BYTES,
   parseDestination,
   RealtimeErrorKey,
@@ -55,6 +57,11 @@ export interface ConnectionOptions {
   maxSubscriptions: number;
   /** A socket that takes nothing queued for this long is closed (default SLOW_CONSUMER_MS). */
   slowConsumerMs?: number;
+  /**
+   * The connection runs through the service's WebSocket relay (relay.c): the relay, the client
+   * socket's descriptor number it knows the connection by, and the unix socket `ws` runs over.
+   */
+  relay?: { relay: unknown; key: number; socket: Socket };
   onClose(c: StompConnection): void;
   /** The sign-in ended (seen here: expiry, or a check in storage): end it on every instance. */
   onSessionEnded(c: StompConnection, end: SessionEnd): void;
@@ -73,6 +80,9 @@ type Subscription = ShellView | TopicSub;
 const encoder = new TextEncoder();
 /** setTimeout's longest delay; a later expiry re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** A view not yet handed to the relay (client frames still on their way) is offered again so often, so many times. */
+const RELAY_RETRY_MS = 50;
+const RELAY_TRIES = 20;
 /** After a close handshake is started, a peer that does not answer is cut after this long. */
 const CLOSE_GRACE_MS = 2000;
 
@@ -466,7 +476,9 @@ export class StompConnection {
     const targets = views.filter((v) => v.state === 'live' && (!only || v.id === only));
     if (targets.length === 0) return;
     const sent = Math.max(...targets.map((v) => v.next));
-    if (o > sent) {
+    // A view the relay serves learns what was sent from the ring's feed, which may come after the
+    // client's acknowledgement of it (two channels); the relay and the session bound it instead.
+    if (o > sent && !targets.some((v) => v.served)) {
       this.fail(
         RealtimeErrorKey.ackOutOfRange,
         `Acknowledged offset ${o} is beyond the ${sent} bytes sent`,
@@ -607,6 +619,7 @@ export class StompConnection {
     const a = await answer;
     if (timer) clearTimeout(timer);
     view.attached = undefined;
+    if (a.ok && hostedHere && this.opts.relay) void this.serveViaRelay(view);
     if (!a.ok && this.subs.get(id) === view) {
       view.off?.();
       view.off = null;
@@ -614,6 +627,47 @@ export class StompConnection {
       this.out.forget(view);
       if (this.state !== 'closed') this.refuse(id, destination, a.key);
     }
+  }
+
+  /**
+   * Hands the host's own live view of a shell on this instance to the WebSocket relay, once nothing
+   * of the client's waits here (the relay must not type a key ahead of one still on its way here).
+   * Tried again a few times while that is not so; the service serves the view meanwhile.
+   */
+  private async serveViaRelay(view: ShellView, attempt = 0): Promise<void> {
+    const r = this.opts.relay;
+    if (!r || this.closed || view.state !== 'live' || view.served || this.subs.get(view.id) !== view) return;
+    let ok = false;
+    if (this.inbound === 0 && !view.behind) {
+      ok = await this.opts.app.shells.serveRelay(view.shellId, view.viewerId, {
+        relay: r.relay,
+        key: r.key,
+        head: view.head,
+        input: Destinations.shellInput(view.shellId),
+        ack: Destinations.shellAck(view.shellId),
+        handover: () => {
+          this.out.flushView(view);
+          view.served = true;
+          return { written: r.socket.bytesWritten, read: r.socket.bytesRead };
+        },
+      });
+    }
+    if (ok) {
+      // It ended while the relay was asked: let the terminal go again.
+      if (this.subs.get(view.id) !== view || view.state !== 'live') this.unserve(view);
+      return;
+    }
+    view.served = false;
+    if (attempt < RELAY_TRIES && !this.closed) {
+      const t = setTimeout(() => void this.serveViaRelay(view, attempt + 1), RELAY_RETRY_MS);
+      t.unref();
+    }
+  }
+
+  private unserve(view: ShellView): void {
+    if (!view.served) return;
+    view.served = false;
+    this.opts.app.shells.unserveRelay(view.shellId, view.viewerId);
   }
 
   private readonly drained = (): void => {
@@ -678,6 +732,7 @@ export class StompConnection {
     s.off?.();
     s.off = null;
     if (s.kind === 'shell') {
+      this.unserve(s);
       this.out.forget(s);
       if (s.state !== 'closed')
         this.opts.bus.publish(shellIn(s.shellId), { h: { t: 'detach', v: s.viewerId } });

@@ -6,12 +6,14 @@
 // they are held (and, through the shells' own control handler, the shells opened with it).
 import crypto from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
+import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { SessionEnd } from '#server/auth/tokens.ts';
 import { clientAddress, type ProxyTrust, proxyTrust, publicHost } from '#server/http/trusted-proxies.ts';
 import { EXPIRED, sessionEndOf } from '#server/auth/tokens.ts';
+import { stopReading } from '#server/system/stop-reading.ts';
 import { type BoardStateEvent, STOMP_LIMITS, type UserNotification, WS_PATH } from '#shared/realtime.ts';
 import {
   boardChannel,
@@ -20,7 +22,7 @@ import {
   VIEWER_KEEPALIVE_MS,
 } from '#server/shells/bus-protocol.ts';
 import type { Bus, BusMessage } from './bus.ts';
-import { StompConnection } from './connection.ts';
+import { type ConnectionOptions, StompConnection } from './connection.ts';
 
 export interface HubOptions {
   heartbeatMs: number;
@@ -36,6 +38,17 @@ export interface HubOptions {
   /** Service time (ms) by which token expiry is judged: the app's clock. */
   now?: () => number;
   slowConsumerMs?: number;
+  /**
+   * The service's WebSocket relay (BIANBU_WS_RELAY): plain TCP clients are passed through it, and the
+   * shells they own on this instance served by it. Null when it cannot run (then, as without).
+   */
+  relay?: () => Promise<Relay | null>;
+}
+
+/** What the hub needs of the relay (src/server/boards/local/pty-host/relay.ts). */
+export interface Relay {
+  readonly alive: boolean;
+  connect(clientFd: number): Promise<Socket>;
 }
 
 export function allowedOriginsFromConfig(publicUrl: string | undefined, extra: string): string[] {
@@ -180,8 +193,43 @@ export class RealtimeHub {
       socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    const fd = this.relayable(socket, head);
+    const relay = this.opts.relay;
+    if (fd !== null && relay && stopReading(socket)) {
+      // The relay takes the client's socket: the service stops reading it first, and runs its
+      // WebSocket over the relay's unix socket instead. Anything failing, the socket is read again.
+      const direct = () => {
+        socket.resume();
+        this.upgrade(req, socket, head);
+      };
+      relay()
+        .then((r) => (r?.alive ? r.connect(fd).then((unix) => ({ r, unix })) : null))
+        .then((x) => {
+          if (!x) return direct();
+          x.unix.once('close', () => socket.destroy());
+          this.upgrade(req, x.unix, head, { relay: x.r, key: fd, socket: x.unix });
+        }, direct);
+      return;
+    }
+    this.upgrade(req, socket, head);
+  };
+
+  /** A plain TCP socket with nothing read past the request: its descriptor, for the relay. */
+  private relayable(socket: Duplex, head: Buffer): number | null {
+    if (head.length > 0 || !(socket instanceof Socket) || 'encrypted' in socket) return null;
+    const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    return typeof fd === 'number' && fd >= 0 ? fd : null;
+  }
+
+  private upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    relay?: ConnectionOptions['relay'],
+  ): void {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const conn = new StompConnection(ws, {
+        relay,
         app: this.app,
         bus: this.bus,
         heartbeatMs: this.opts.heartbeatMs,
@@ -197,7 +245,7 @@ export class RealtimeHub {
       });
       this.connections.add(conn);
     });
-  };
+  }
 
   private onControl(m: BusMessage): void {
     const h = m.h;

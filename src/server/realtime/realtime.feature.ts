@@ -1,6 +1,7 @@
 // The realtime feature: the bus (app.bus), the /ws STOMP endpoint (app.realtime) and the shell
 // sessions (app.shells) with their two HTTP calls; the shells' sign-ins are watched for expiry
 // (session-expiry.ts) so they end on time with no socket open.
+import { wsRelay } from '#server/boards/local/pty-host/relay.ts';
 import type { EventEmitter } from 'node:events';
 import type { Feature } from '#server/feature.ts';
 import { ShellManager } from '#server/shells/manager.ts';
@@ -44,6 +45,14 @@ export const realtimeFeature: Feature = {
         ),
         trustedProxies: app.config.BIANBU_TRUSTED_PROXIES,
         now: () => app.clock.now().getTime(),
+        relay:
+          app.config.BIANBU_WS_RELAY === 'on'
+            ? () =>
+                wsRelay().catch((err) => {
+                  app.log.warn({ err }, 'the WebSocket relay cannot run: shells are served by the service');
+                  return null;
+                })
+            : undefined,
       }),
     );
     app.decorate('shells', new ShellManager(bus, driverLookup(app), app.log));

@@ -44,6 +44,8 @@ export interface ShellView {
   fetchAt: number;
   /** The shell ended while the view was behind: the client is told once it has caught up. */
   exit: { reason: string; code: unknown } | null;
+  /** The WebSocket relay writes its output (docs/native-data-plane.md): `next` only follows it here. */
+  served: boolean;
   attached?: (answer: { ok: true } | { ok: false; key: string }) => void;
 }
 
@@ -152,6 +154,7 @@ export class ShellOutput {
       behind: false,
       fetchAt: 0,
       exit: null,
+      served: false,
     };
   }
 
@@ -221,6 +224,10 @@ export class ShellOutput {
     let o = offset;
     let data = chunk;
     const end = o + data.length;
+    if (view.served) {
+      view.next = Math.max(view.next, end);
+      return;
+    }
     if (end <= view.next || view.behind) return;
     // A gap (after a partial replay or catch-up): the ring has the bytes in between.
     if (o > view.next) {

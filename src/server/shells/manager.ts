@@ -5,7 +5,7 @@
 // and a revoked, expired or deactivated sign-in (rt.ctl endSessions) ends the shells opened with it.
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { BoardDriver, PtySize } from '#server/boards/driver.ts';
+import type { BoardDriver, PtySize, RelayServe } from '#server/boards/driver.ts';
 import { DriverError } from '#server/boards/driver.ts';
 import { AppError, conflict, notFound } from '#server/errors.ts';
 import type { Bus, BusMessage } from '#server/realtime/bus.ts';
@@ -221,6 +221,16 @@ export class ShellManager {
     const parsed = shellJob.safeParse(h);
     if (!parsed.success) throw notFound('Shell not found', shellErrorKeys.notFound);
     return parsed.data;
+  }
+
+  /** Hands a view of a shell of this instance to the WebSocket relay (ShellSession.serveRelay). */
+  serveRelay(shellId: string, viewerId: string, o: Omit<RelayServe, 'offset'>): Promise<boolean> {
+    const local = this.sessions.get(shellId);
+    return local ? local.serveRelay(viewerId, o) : Promise.resolve(false);
+  }
+
+  unserveRelay(shellId: string, viewerId: string): void {
+    this.sessions.get(shellId)?.unserveRelay(viewerId);
   }
 
   /** Joined shells: let a guest type, or take it back (on the owning instance). */

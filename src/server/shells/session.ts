@@ -5,7 +5,7 @@
 // exits or it is closed (unapply, apply end, lease expiry, board reset, the sign-in ending). An
 // ended session keeps its ring for a while so a console that reconnects sees the last output and
 // the reason, then the manager forgets it.
-import type { PtyHandle } from '#server/boards/driver.ts';
+import type { PtyHandle, RelayServe } from '#server/boards/driver.ts';
 import type { Bus, BusMessage } from '#server/realtime/bus.ts';
 import { SHELL_FLOW, type ShellCloseReason, shellResizeBody } from '#shared/realtime.ts';
 import { type ShellJob, ShellJobState, type ShellType } from '#shared/shells.ts';
@@ -219,6 +219,30 @@ export class ShellSession {
     this.flow();
     this.publishPresence();
   }
+
+  /**
+   * Hands the host's own view `viewerId` to the service's WebSocket relay (PtyHandle.serveRelay): its
+   * keystrokes and output then pass through the relay, the ring still gets every byte first. One view
+   * per terminal; false when it cannot (the service goes on serving the view).
+   */
+  async serveRelay(viewerId: string, o: Omit<RelayServe, 'offset'>): Promise<boolean> {
+    const v = this.viewers.get(viewerId);
+    if (!v || v.guest || this.ended || !this.pty.serveRelay || this.relayed) return false;
+    this.relayed = viewerId;
+    const ok = await this.pty.serveRelay({ ...o, offset: () => this.ring.end });
+    if (!ok && this.relayed === viewerId) this.relayed = null;
+    return ok;
+  }
+
+  /** The relayed view ended: the relay lets the terminal go. */
+  unserveRelay(viewerId: string): void {
+    if (this.relayed !== viewerId) return;
+    this.relayed = null;
+    if (!this.ended) this.pty.unserveRelay?.();
+  }
+
+  /** The view the relay serves, if any. */
+  private relayed: string | null = null;
 
   /** Input from a viewer: the host's always, a guest's once granted; an unknown viewer's never. */
   private mayType(v: unknown): boolean {

@@ -25,10 +25,11 @@ export class PtyCtl {
     return this.child.exitCode === null && this.child.signalCode === null && !this.child.stdin?.destroyed;
   }
 
-  static async start(): Promise<PtyCtl> {
+  /** `prog`: another program of the same shape (relay.c), compiled, and its arguments. */
+  static async start(prog?: Promise<number>, args: string[] = []): Promise<PtyCtl> {
     program ??= compileProgram('ctl.c', 'bianbu-pty-ctl', 'the terminal helper');
-    const prog = await program;
-    const child = spawn('/proc/self/fd/3', [], { stdio: ['pipe', 'pipe', 'pipe', prog, 'pipe'] });
+    const fd = await (prog ?? program);
+    const child = spawn('/proc/self/fd/3', args, { stdio: ['pipe', 'pipe', 'pipe', fd, 'pipe'] });
     const ctl = new PtyCtl(child);
     let stderr = '';
     child.stderr?.on('data', (b: Buffer) => {

@@ -10,12 +10,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import tty from 'node:tty';
-import { DriverError, type PtyHandle, type PtySize } from '../../driver.ts';
+import { DriverError, type PtyHandle, type PtySize, type RelayServe } from '../../driver.ts';
+import { stopReading } from '#server/system/stop-reading.ts';
 import { withTimeout } from '../../util.ts';
 import { BOARD_TERMINALS } from './budget.ts';
 import { compileProgram } from './compile.ts';
 import { type PtyCtl, ptyCtl } from './ctl.ts';
 import { type Frame, FrameReader, FromCtl, FromHost, frame, MAX_FRAME, ToHost } from './protocol.ts';
+import type { WsRelay } from './relay.ts';
 
 /** Input is cut into frames of at most this many bytes. */
 const INPUT_SLICE = 64 * 1024;
@@ -127,28 +129,14 @@ interface Master {
   soon: NodeJS.Immediate | null;
   flood: NodeJS.Timeout | null;
   flush?: () => void;
-  /** Who reads it: the service, or (during a flood) the terminal helper under `reader`. */
-  mode: 'self' | 'ctl';
+  /**
+   * Who reads it: the service; the terminal helper during a flood; or the WebSocket relay serving a
+   * view (relay.c). `helper` is that process, `reader` the id it knows the terminal by.
+   */
+  mode: 'self' | 'ctl' | 'relay';
   reader: number;
+  helper: PtyCtl | null;
   ended?: () => void;
-}
-
-/**
- * Stops reading a stream's handle now (not only its events), so another may read the terminal. Node
- * has no public call for it: a paused stream's handle goes on reading into the stream's buffer. This
- * uses the handle's `readStop` and `reading` (Node's own net and tty streams use them so); where a
- * Node lacks `readStop` it stops nothing and answers false, and the caller keeps reading itself — two
- * readers of one terminal would split its bytes between them. tests/unit/pty-reader.test.ts holds this
- * Node to it.
- */
-export function stopReading(stream: tty.ReadStream): boolean {
-  const h = (stream as unknown as { _handle?: { reading?: boolean; readStop?: unknown } })._handle;
-  if (!h || typeof h.readStop !== 'function') return false;
-  stream.pause();
-  // `reading` is the stream's note of it: cleared, resume() starts the handle again.
-  h.reading = false;
-  (h.readStop as () => number).call(h);
-  return true;
 }
 
 class HostShell implements PtyHandle {
@@ -219,6 +207,7 @@ class HostShell implements PtyHandle {
       flood: null,
       mode: 'self',
       reader: 0,
+      helper: null,
     };
     this.master = m;
     const flush = () => {
@@ -277,6 +266,7 @@ class HostShell implements PtyHandle {
     this.host.handOffs++;
     const id = ctl.listen((f) => this.fromCtl(m, id, f));
     m.reader = id;
+    m.helper = ctl;
     this.masterCall((fd) =>
       ctl
         .request(`read ${id} ${fd}`)
@@ -291,9 +281,10 @@ class HostShell implements PtyHandle {
       if (!this.ended) this.data(f.payload);
       return;
     }
-    this.host.ctl?.unlisten(id);
+    m.helper?.unlisten(id);
     m.mode = 'self';
     m.reader = 0;
+    m.helper = null;
     if (f.type === FromCtl.ended) m.ended?.();
     else if (!this.ended && !this.paused) m.stream.resume();
   }
@@ -301,6 +292,53 @@ class HostShell implements PtyHandle {
   private ctlCall(line: string): void {
     const ctl = this.host.ctl;
     if (ctl) this.masterCall(() => ctl.request(line));
+  }
+
+  /** A request to whoever reads the terminal for the service (ctl or relay), in order with the others. */
+  private readerCall(m: Master, line: string): void {
+    const h = m.helper;
+    if (h) this.masterCall(() => h.request(line));
+  }
+
+  /**
+   * Hands the reading of the terminal, and one view's keystrokes, to the WebSocket relay (relay.c):
+   * the service stops its own reading first and hands on what it read, then asks. False when the
+   * relay cannot take it now (it still had the client's bytes on their way to the service, say): the
+   * service reads on, and the caller may ask again.
+   */
+  async serveRelay(o: RelayServe): Promise<boolean> {
+    const m = this.master;
+    const relay = o.relay as WsRelay;
+    if (m?.mode !== 'self' || this.paused || this.ended || !relay.alive) return false;
+    if (!stopReading(m.stream)) return false;
+    if (m.stream.readableLength > 0) {
+      m.stream.resume();
+      return false;
+    }
+    // What was read goes out first; the session may pause the shell on it (it stays paused, unread).
+    m.flush?.();
+    if (this.paused || this.ended) return false;
+    m.mode = 'relay';
+    const id = relay.proc.listen((f) => this.fromCtl(m, id, f));
+    m.reader = id;
+    m.helper = relay.proc;
+    const hex = (b: Buffer | string) => Buffer.from(b).toString('hex');
+    const { written, read } = o.handover();
+    try {
+      await relay.proc.request(
+        `serve ${o.key} ${id} ${m.fd} ${o.offset()} ${hex(o.head)} ${hex(o.input)} ${hex(o.ack)} ${written} ${read}`,
+      );
+      return true;
+    } catch {
+      this.fromCtl(m, id, { type: FromCtl.released, id, payload: Buffer.alloc(0) });
+      return false;
+    }
+  }
+
+  /** The relay lets the terminal go: its "released" frame, after its last output, hands it back. */
+  unserveRelay(): void {
+    const m = this.master;
+    if (m?.mode === 'relay' && !this.ended) this.readerCall(m, `unserve ${m.reader}`);
   }
 
   /** A helper call on the master (resize), which keeps it open until it is done. */
@@ -360,12 +398,14 @@ class HostShell implements PtyHandle {
       if (m.retry) clearTimeout(m.retry);
       m.queue = [];
       m.stream.pause();
-      if (m.mode === 'ctl') {
+      if (m.mode !== 'self') {
         // The helper's copy of the master goes first, or closing ours would not hang the terminal up.
         const id = m.reader;
-        const ctl = this.host.ctl;
+        const h = m.helper;
+        const stop = m.mode === 'ctl' ? 'unread' : 'unserve';
         m.reader = 0;
-        if (ctl) m.calls = m.calls.then(() => ctl.request(`unread ${id}`)).finally(() => ctl.unlisten(id));
+        m.helper = null;
+        if (h) m.calls = m.calls.then(() => h.request(`${stop} ${id}`)).finally(() => h.unlisten(id));
       }
       // Closing the master hangs up what still holds the terminal; not before a helper call on it is
       // done, so its number is not reused under that call.
@@ -468,7 +508,7 @@ class HostShell implements PtyHandle {
     this.holdDrain();
     const m = this.master;
     // In order with the "read" request it follows (a resize may be queued before it).
-    if (m?.mode === 'ctl') this.ctlCall(`pause ${m.reader}`);
+    if (m && m.mode !== 'self') this.readerCall(m, `pause ${m.reader}`);
     else if (m) m.stream.pause();
     else this.host.send(ToHost.pause, this.id);
   }
@@ -478,7 +518,7 @@ class HostShell implements PtyHandle {
     this.paused = false;
     const m = this.master;
     if (m) {
-      if (m.mode === 'ctl') this.ctlCall(`resume ${m.reader}`);
+      if (m.mode !== 'self') this.readerCall(m, `resume ${m.reader}`);
       else m.stream.resume();
       this.armDrain();
       return;

@@ -1,0 +1,87 @@
+// The service's side of its WebSocket relay (relay.c, docs/native-data-plane.md): one process per
+// service that takes over a /ws client's socket, passes the service's WebSocket through a unix socket,
+// and serves the keystrokes and output of shell views the service names. Requests and the frames of
+// served terminals work as the terminal helper's (ctl.ts); this adds the connection.
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { compileProgram } from './compile.ts';
+import { PtyCtl } from './ctl.ts';
+
+let program: Promise<number> | undefined;
+
+export class WsRelay {
+  private constructor(
+    readonly proc: PtyCtl,
+    private readonly socketPath: string,
+    private readonly dir: string,
+  ) {}
+
+  get alive(): boolean {
+    return this.proc.alive;
+  }
+
+  static async start(): Promise<WsRelay> {
+    program ??= compileProgram('relay.c', 'bianbu-relay', 'the WebSocket relay');
+    // Its socket lives in a directory only the service's user may enter; the relay accepts its parent only.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-relay-'));
+    const socketPath = path.join(dir, 'relay.sock');
+    try {
+      const proc = await PtyCtl.start(program, [socketPath]);
+      // The relay ends with the service (its stdin closes); its directory goes with the service.
+      process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+      return new WsRelay(proc, socketPath, dir);
+    } catch (err) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /**
+   * The service's end of a relayed connection: the relay takes the client socket (the service's
+   * descriptor `clientFd`) once the first line arrives. Rejects when the relay does not accept.
+   */
+  connect(clientFd: number): Promise<net.Socket> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect(this.socketPath);
+      s.once('error', reject);
+      s.once('connect', () => {
+        s.off('error', reject);
+        s.write(`relay ${clientFd}\n`);
+        resolve(s);
+      });
+    });
+  }
+
+  /** What the relay holds and has done (tests, the curious). */
+  async stats(): Promise<{ connections: number; views: number; typed: number; emitted: number }> {
+    const [connections, views, typed, emitted] = (await this.proc.request('stats')).map(Number);
+    return { connections, views, typed, emitted };
+  }
+
+  stop(): void {
+    this.proc.stop();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+let current: Promise<WsRelay> | undefined;
+
+/** The service's relay, started at the first call and again after it ended; rejects if it cannot run. */
+export function wsRelay(): Promise<WsRelay> {
+  const c = current;
+  if (c) {
+    return c.then((r) => {
+      if (r.alive) return r;
+      if (current === c) current = undefined;
+      return wsRelay();
+    });
+  }
+  const started = WsRelay.start();
+  current = started;
+  started.catch(() => {
+    if (current === started) current = undefined;
+  });
+  return started;
+}

@@ -1,0 +1,181 @@
+// The WebSocket relay (relay.c, docs/native-data-plane.md) on the real service and a real local board:
+// a client's /ws passes through it, and the owner's shell view is served by it — keystrokes written to
+// the terminal and output written to the client by the relay, every byte in the ring first. The
+// follower checks that offsets stay contiguous, so a byte lost, doubled or out of order fails.
+import net, { type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wsRelay } from '#server/boards/local/pty-host/relay.ts';
+import { HOUR_MS } from '#shared/constants.ts';
+import { SHELL_FLOW } from '#shared/realtime.ts';
+import { makeTestApp, type TestApp } from './helpers/app.ts';
+import { openShell, ShellFollower } from './helpers/shell-client.ts';
+import { connectStomp } from './helpers/stomp-client.ts';
+import { makeUser, type TestUser } from './helpers/users.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await sleep(20);
+  }
+}
+
+describe('shells through the WebSocket relay', () => {
+  let t: TestApp;
+  let port: number;
+  let u: TestUser;
+  let applyId: string;
+
+  const call = async (method: 'GET' | 'POST', url: string, body?: object, apply?: string) => {
+    const res = await t.app.inject({
+      method,
+      url,
+      headers: { ...u.headers, ...(apply ? { applyaccess: apply } : {}) },
+      ...(body ? { payload: body } : {}),
+    });
+    return res.json();
+  };
+  const stats = async () => (await wsRelay()).stats();
+  /** A shell with the client's view of it served by the relay. */
+  const served = async () => {
+    const shellId = await openShell(t.app, u, applyId);
+    const c = await connectStomp(port, { token: u.token, applyId });
+    expect(c.frames[0].command).toBe('CONNECTED');
+    const before = await stats();
+    const f = await ShellFollower.subscribe(c, shellId, { offset: 0 });
+    const after = await until(stats, (s) => s.views > before.views);
+    expect(after.views).toBe(before.views + 1);
+    return { shellId, c, f };
+  };
+
+  beforeAll(async () => {
+    t = await makeTestApp({ env: { BIANBU_WS_RELAY: 'on' } });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (t.app.server.address() as AddressInfo).port;
+    u = await makeUser(t.app);
+    const requestDate = new Date(Date.now() + 48 * HOUR_MS).toISOString();
+    const lease = await call('POST', '/api/device/request-device', {
+      requestDate,
+      filterReq: {},
+      serverName: 'relay',
+    });
+    expect(lease.code).toBe(20000);
+    const apply = await call('POST', '/api/device/apply-device', { deviceId: lease.data.deviceId });
+    expect(apply.code).toBe(20000);
+    applyId = apply.data.applyId;
+  });
+  afterAll(() => t?.close());
+
+  it('types into the board and echoes through the relay, not the service', async () => {
+    const { c, f } = await served();
+    const before = await stats();
+    f.input('echo "relay=$((6*7))"\n');
+    await f.until((s) => s.includes('relay=42'), 20_000);
+    const after = await stats();
+    expect(after.typed).toBeGreaterThan(before.typed);
+    expect(after.emitted).toBeGreaterThan(before.emitted);
+    // Typed one key at a time, as a person does: every key taken by the relay, in order.
+    const line = 'echo abcdefghij-$((1+1))';
+    for (const ch of `${line}\n`) {
+      f.input(ch);
+      await sleep(2);
+    }
+    await f.until((s) => s.includes('abcdefghij-2'), 20_000);
+    expect((await stats()).typed - after.typed).toBeGreaterThanOrEqual(line.length + 1);
+    c.close();
+  });
+
+  it('holds a flood at the window while the client does not acknowledge, and gives all of it once it does', async () => {
+    const { c, shellId } = await served();
+    const f = new ShellFollower(c, 'manual', shellId, -1, false);
+    // A second subscription of the same shell, acknowledged by hand (the served one acknowledges all).
+    c.sendFrame('SUBSCRIBE', {
+      id: 'manual',
+      destination: `/topic/shell/${shellId}`,
+      offset: '0',
+      receipt: 'rm',
+    });
+    await c.waitFor((x) => x.headers['receipt-id'] === 'rm');
+    const auto = new ShellFollower(c, `s-${shellId.slice(0, 6)}`, shellId, 0, true);
+    auto.input('head -c 4000000 /dev/zero | base64 -w 100; echo FLOOD-DONE\n');
+    await sleep(1500);
+    f.pump();
+    // The manual view holds the shell back: no more than the window (and a frame) unacknowledged.
+    expect(f.next).toBeLessThanOrEqual(SHELL_FLOW.highWater + 512 * 1024);
+    expect(f.bytes.length).toBeGreaterThan(0);
+    for (let i = 0; i < 2000 && !f.text.includes('FLOOD-DONE\r\n'); i++) {
+      f.pump();
+      f.ack();
+      await sleep(5);
+    }
+    expect(f.text).toContain('FLOOD-DONE\r\n');
+    auto.pump();
+    expect(auto.text).toContain('FLOOD-DONE\r\n');
+    expect(auto.bytes.equals(f.bytes.subarray(0, auto.bytes.length))).toBe(true);
+    c.close();
+  });
+
+  it('lets the terminal go when the client goes mid-flood, and a new connection resumes from its offset', async () => {
+    const { shellId, c, f } = await served();
+    f.input('for i in $(seq 1 60000); do echo "line $i"; done; echo RESUME-END\n');
+    await f.until((s) => s.includes('line 2000\r\n'), 20_000);
+    f.pump();
+    const from = f.next;
+    const seen = f.bytes;
+    c.close(); // abruptly: the relay sees the socket end
+    await until(stats, (s) => s.connections === 0);
+    const c2 = await connectStomp(port, { token: u.token, applyId });
+    const f2 = await ShellFollower.subscribe(c2, shellId, { offset: from, subId: 'again' });
+    await f2.until((s) => s.includes('RESUME-END'), 60_000);
+    const all = Buffer.concat([seen, f2.bytes]).toString('utf8');
+    const lines = all.match(/line \d+\r\n/g) ?? [];
+    expect(lines.length).toBe(60_000);
+    expect(lines[59_999]).toBe('line 60000\r\n');
+    c2.close();
+  });
+
+  it('tells the end of a served shell after its last output', async () => {
+    const { c, f } = await served();
+    f.input('echo last-words; exit\n');
+    const closed = await c.waitFor(
+      (x) => x.headers.subscription === f.subId && x.headers.event === 'closed',
+      15_000,
+    );
+    expect(closed.headers.reason).toBeTruthy();
+    f.pump();
+    expect(f.text).toContain('last-words');
+    const i = c.frames.indexOf(closed);
+    expect(c.frames.slice(i + 1).some((x) => x.headers.subscription === f.subId && !x.headers.event)).toBe(
+      false,
+    );
+    c.close();
+  });
+
+  it('survives a client that sends garbage, and serves the next one', async () => {
+    // A WebSocket upgrade by hand, then bytes that are no frames at all and a frame of absurd length.
+    const s = net.connect(port, '127.0.0.1');
+    s.on('error', () => {}); // the relay cuts it (a reset, with bytes unread): expected
+    await new Promise((r) => s.once('connect', r));
+    s.write(
+      'GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    );
+    await new Promise((r) => s.once('data', r));
+    s.write(Buffer.from([0x82, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4]));
+    for (let i = 0; i < 50; i++)
+      s.write(Buffer.from(Array.from({ length: 997 }, (_, j) => (i * 31 + j * 7) & 0xff)));
+    await new Promise((r) => {
+      s.once('close', r);
+      setTimeout(r, 3000);
+    });
+    s.destroy();
+    expect((await wsRelay()).alive).toBe(true);
+    const { c, f } = await served();
+    f.input('echo still-$((2+3))\n');
+    await f.until((x) => x.includes('still-5'), 20_000);
+    c.close();
+  });
+});
