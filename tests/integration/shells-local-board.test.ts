@@ -2,10 +2,9 @@
 // lifecycle's apply, a shell on it over /ws, and the shell cut when the apply ends.
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HOUR_MS } from '#shared/constants.ts';
 import { Destinations } from '#shared/realtime.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
-import { openShell, ShellFollower } from './helpers/shell-client.ts';
+import { leaseAndApply, openShell, ShellFollower } from './helpers/shell-client.ts';
 import { connectStomp } from './helpers/stomp-client.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 
@@ -31,17 +30,7 @@ describe('shells on a real local board', () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
     u = await makeUser(t.app);
-    const requestDate = new Date(Date.now() + 48 * HOUR_MS).toISOString();
-    const lease = await call('POST', '/api/device/request-device', {
-      requestDate,
-      filterReq: {},
-      serverName: 'rt',
-    });
-    expect(lease.code).toBe(20000);
-    deviceId = lease.data.deviceId;
-    const apply = await call('POST', '/api/device/apply-device', { deviceId });
-    expect(apply.code).toBe(20000);
-    applyId = apply.data.applyId;
+    ({ deviceId, applyId } = await leaseAndApply(t.app, u, 'rt'));
   });
   afterAll(() => t?.close());
 

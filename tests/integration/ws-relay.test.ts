@@ -5,10 +5,9 @@
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wsRelay } from '#server/boards/local/pty-host/relay.ts';
-import { HOUR_MS } from '#shared/constants.ts';
 import { SHELL_FLOW } from '#shared/realtime.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
-import { openShell, ShellFollower } from './helpers/shell-client.ts';
+import { leaseAndApply, openShell, ShellFollower } from './helpers/shell-client.ts';
 import { connectStomp } from './helpers/stomp-client.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 
@@ -29,15 +28,6 @@ describe('shells through the WebSocket relay', () => {
   let u: TestUser;
   let applyId: string;
 
-  const call = async (method: 'GET' | 'POST', url: string, body?: object, apply?: string) => {
-    const res = await t.app.inject({
-      method,
-      url,
-      headers: { ...u.headers, ...(apply ? { applyaccess: apply } : {}) },
-      ...(body ? { payload: body } : {}),
-    });
-    return res.json();
-  };
   const stats = async () => (await wsRelay()).stats();
   /** A shell with the client's view of it served by the relay. */
   const served = async () => {
@@ -56,16 +46,7 @@ describe('shells through the WebSocket relay', () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
     u = await makeUser(t.app);
-    const requestDate = new Date(Date.now() + 48 * HOUR_MS).toISOString();
-    const lease = await call('POST', '/api/device/request-device', {
-      requestDate,
-      filterReq: {},
-      serverName: 'relay',
-    });
-    expect(lease.code).toBe(20000);
-    const apply = await call('POST', '/api/device/apply-device', { deviceId: lease.data.deviceId });
-    expect(apply.code).toBe(20000);
-    applyId = apply.data.applyId;
+    ({ applyId } = await leaseAndApply(t.app, u, 'relay'));
   });
   afterAll(() => t?.close());
 

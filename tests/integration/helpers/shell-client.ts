@@ -2,10 +2,27 @@
 // acknowledge it the way the console does.
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
+import { HOUR_MS } from '#shared/constants.ts';
 import { Destinations } from '#shared/realtime.ts';
 import type { StompFrame } from '#shared/stomp-codec.ts';
 import type { TestStompClient } from './stomp-client.ts';
 import type { TestUser } from './users.ts';
+
+/** Leases a board for 48 hours (named `serverName`) and applies for it, through the lifecycle's calls. */
+export async function leaseAndApply(
+  app: FastifyInstance,
+  user: TestUser,
+  serverName: string,
+): Promise<{ deviceId: string; applyId: string }> {
+  const post = async (url: string, payload: object) =>
+    (await app.inject({ method: 'POST', url, headers: user.headers, payload })).json();
+  const requestDate = new Date(Date.now() + 48 * HOUR_MS).toISOString();
+  const lease = await post('/api/device/request-device', { requestDate, filterReq: {}, serverName });
+  expect(lease.code).toBe(20000);
+  const apply = await post('/api/device/apply-device', { deviceId: lease.data.deviceId });
+  expect(apply.code).toBe(20000);
+  return { deviceId: lease.data.deviceId as string, applyId: apply.data.applyId as string };
+}
 
 export async function openShell(
   app: FastifyInstance,

@@ -57,12 +57,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
+#include "helper.h"
+
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424
 #endif
@@ -79,17 +75,12 @@
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
 #endif
-#define DEVPTS_MAGIC 0x1cd1
 
-/* Frames on descriptor 4 (protocol.ts FromCtl). */
-enum { CTL_DATA = 2, CTL_RELEASED = 5, CTL_ENDED = 6 };
-#define HEADER 9
 #define GATHER (64 * 1024)
 /* Output held at most this long before it goes, while more may come. */
 #define FLUSH_MS 1
 /* A terminal read here that stays quiet this long goes back to the service. */
 #define RELEASE_MS 5
-#define DATA_FD 4
 
 static int service; /* pidfd of the service, our parent */
 static int ep;
@@ -105,25 +96,6 @@ struct reader {
 static struct reader *readers;
 static char tag_requests;
 
-static void reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void reply(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-  fflush(stdout);
-}
-
-static int pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
-static int getfd(int pidfd, int fd) { return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0); }
-
-/* A devpts ptmx node: the character device 5:2 on a devpts file system. */
-static int is_ptmx(int fd, struct stat *st) {
-  struct statfs fs;
-  return fstat(fd, st) == 0 && S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2 &&
-         fstatfs(fd, &fs) == 0 && fs.f_type == DEVPTS_MAGIC;
-}
 
 static long parent_of(pid_t pid) {
   char path[64], buf[512];
@@ -245,19 +217,6 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void put32(char *p, uint32_t v) {
-  p[0] = (char)(v >> 24), p[1] = (char)(v >> 16), p[2] = (char)(v >> 8), p[3] = (char)v;
-}
-
-/* Frames go out whole: the service drains this pipe all the time, so a write waits only briefly. */
-static void write_all(const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(DATA_FD, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) _exit(0); /* the service is gone */
-    p += w, n -= (size_t)w;
-  }
-}
 
 static void send_data(struct reader *r) {
   if (!r->got) return;

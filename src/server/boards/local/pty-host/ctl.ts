@@ -107,22 +107,32 @@ export class PtyCtl {
   }
 }
 
-let current: Promise<PtyCtl> | undefined;
+/**
+ * One process of a kind for the service: started at the first call, and again at a call after it
+ * ended; a start that fails is tried again at the next call.
+ */
+export function restartable<T extends { readonly alive: boolean }>(
+  start: () => Promise<T>,
+): () => Promise<T> {
+  let current: Promise<T> | undefined;
+  const get = (): Promise<T> => {
+    const c = current;
+    if (c) {
+      return c.then((p) => {
+        if (p.alive) return p;
+        if (current === c) current = undefined;
+        return get();
+      });
+    }
+    const started = start();
+    current = started;
+    started.catch(() => {
+      if (current === started) current = undefined;
+    });
+    return started;
+  };
+  return get;
+}
 
 /** The service's helper, started at the first call and again after it ended; rejects if it cannot run. */
-export function ptyCtl(): Promise<PtyCtl> {
-  const c = current;
-  if (c) {
-    return c.then((ctl) => {
-      if (ctl.alive) return ctl;
-      if (current === c) current = undefined;
-      return ptyCtl();
-    });
-  }
-  const started = PtyCtl.start();
-  current = started;
-  started.catch(() => {
-    if (current === started) current = undefined;
-  });
-  return started;
-}
+export const ptyCtl: () => Promise<PtyCtl> = restartable(() => PtyCtl.start());

@@ -53,19 +53,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
-#ifndef DEVPTS_MAGIC
-#define DEVPTS_MAGIC 0x1cd1
-#endif
+#include "helper.h"
 
-enum { CTL_DATA = 2, CTL_RELEASED = 5, CTL_ENDED = 6 };
-#define HEADER 9
-#define DATA_FD 4
 /* Output read from a terminal and sent as one frame, at most. */
 #define GATHER (64 * 1024)
 /* A read this long means more is coming: read again before sending. */
@@ -177,31 +166,6 @@ static unsigned long long typed_frames, emitted_frames;
 static char reqbuf[8192];
 static size_t reqlen;
 
-static void reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void reply(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-  fflush(stdout);
-}
-
-static int getfd(int fd) { return (int)syscall(SYS_pidfd_getfd, service, fd, 0); }
-
-static void put32(char *p, uint32_t v) {
-  p[0] = (char)(v >> 24), p[1] = (char)(v >> 16), p[2] = (char)(v >> 8), p[3] = (char)v;
-}
-
-/* Frames to the service go out whole: it drains this pipe all the time, so a write waits only briefly. */
-static void to_service_pipe(const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(DATA_FD, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) _exit(0); /* the service is gone */
-    p += w, n -= (size_t)w;
-  }
-}
 
 /* One frame, in one write: a keystroke's echo costs the relay one system call here, not two. */
 static void send_mark(int type, uint32_t id, const char *data, size_t n) {
@@ -210,7 +174,7 @@ static void send_mark(int type, uint32_t id, const char *data, size_t n) {
   put32(f + 1, id);
   put32(f + 5, (uint32_t)n);
   if (n) memcpy(f + HEADER, data, n);
-  to_service_pipe(f, HEADER + n);
+  write_all(f, HEADER + n);
 }
 
 /* Not in the epoll set: a descriptor nothing is wanted of is taken out, or its hang-up would wake the
@@ -613,7 +577,7 @@ static int take_client(struct conn *c) {
   char extra;
   if (sscanf(b->p + b->off, "relay %d%c", &fd, &extra) != 1 || fd < 0) return 0;
   buf_take(b, (size_t)(nl - (b->p + b->off)) + 1);
-  int cfd = getfd(fd);
+  int cfd = getfd(service, fd);
   struct stat st;
   if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
     if (cfd >= 0) close(cfd);
@@ -750,12 +714,6 @@ static char *unhex(const char *s, size_t *n) {
   return out;
 }
 
-static int is_ptmx(int fd) {
-  struct stat st;
-  struct statfs fs;
-  return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 5 && minor(st.st_rdev) == 2 &&
-         fstatfs(fd, &fs) == 0 && fs.f_type == DEVPTS_MAGIC;
-}
 
 static void serve(int key, long id, int fd, unsigned long long offset, const char *hhead, const char *hin,
                   const char *hack, unsigned long long written, unsigned long long read) {
@@ -770,8 +728,9 @@ static void serve(int key, long id, int fd, unsigned long long offset, const cha
     free(head), free(in), free(ack);
     return reply("err bad hex");
   }
-  int m = getfd(fd);
-  if (m < 0 || !is_ptmx(m)) {
+  struct stat st;
+  int m = getfd(service, fd);
+  if (m < 0 || !is_ptmx(m, &st)) {
     if (m >= 0) close(m);
     free(head), free(in), free(ack);
     return reply("err not a terminal master");
@@ -932,7 +891,7 @@ int main(int argc, char **argv) {
   if (argc != 2 || strlen(argv[1]) >= sizeof(((struct sockaddr_un *)0)->sun_path)) return 64;
   for (int fd = 3; fd < 1024; fd++)
     if (fd != DATA_FD) close(fd);
-  service = (int)syscall(SYS_pidfd_open, getppid(), 0);
+  service = pidfd_open(getppid());
   ep = epoll_create1(EPOLL_CLOEXEC);
   int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (service < 0 || ep < 0 || lfd < 0) return 71;

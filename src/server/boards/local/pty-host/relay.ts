@@ -7,7 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { compileProgram } from './compile.ts';
-import { PtyCtl } from './ctl.ts';
+import { PtyCtl, restartable } from './ctl.ts';
 
 let program: Promise<number> | undefined;
 
@@ -66,22 +66,5 @@ export class WsRelay {
   }
 }
 
-let current: Promise<WsRelay> | undefined;
-
 /** The service's relay, started at the first call and again after it ended; rejects if it cannot run. */
-export function wsRelay(): Promise<WsRelay> {
-  const c = current;
-  if (c) {
-    return c.then((r) => {
-      if (r.alive) return r;
-      if (current === c) current = undefined;
-      return wsRelay();
-    });
-  }
-  const started = WsRelay.start();
-  current = started;
-  started.catch(() => {
-    if (current === started) current = undefined;
-  });
-  return started;
-}
+export const wsRelay: () => Promise<WsRelay> = restartable(() => WsRelay.start());
