@@ -135,6 +135,40 @@ describe('shells through the WebSocket relay', () => {
     c.close();
   });
 
+  it('gives the terminal back when the relay dies, and a new relay serves the next connection', async () => {
+    const { shellId, c, f } = await served();
+    f.input('echo before-$((1+1))\n');
+    await f.until((x) => x.includes('before-2'), 20_000);
+    f.pump();
+    const old = await wsRelay();
+    process.kill(old.proc.pid, 'SIGKILL');
+    // The client's socket was the relay's: it ends with it (the service lets its copy go).
+    await c.closed;
+    // Once the service has seen the relay's end, the next connection starts a new one.
+    expect(
+      await until(
+        async () => old.alive,
+        (alive) => !alive,
+      ),
+    ).toBe(false);
+    const c2 = await connectStomp(port, { token: u.token, applyId });
+    expect(c2.frames[0].command).toBe('CONNECTED');
+    const fresh = await wsRelay();
+    expect(fresh.proc.pid).not.toBe(old.proc.pid);
+    const f2 = await ShellFollower.subscribe(c2, shellId, { offset: f.next, subId: 'after' });
+    expect(
+      (
+        await until(
+          () => fresh.stats(),
+          (x) => x.views === 1,
+        )
+      ).views,
+    ).toBe(1);
+    f2.input('echo after-$((2+2))\n');
+    await f2.until((x) => x.includes('after-4'), 20_000);
+    c2.close();
+  });
+
   it('survives a client that sends garbage, and serves the next one', async () => {
     // A WebSocket upgrade by hand, then bytes that are no frames at all and a frame of absurd length.
     const s = net.connect(port, '127.0.0.1');

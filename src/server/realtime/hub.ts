@@ -13,7 +13,7 @@ import { WebSocketServer } from 'ws';
 import type { SessionEnd } from '#server/auth/tokens.ts';
 import { clientAddress, type ProxyTrust, proxyTrust, publicHost } from '#server/http/trusted-proxies.ts';
 import { EXPIRED, sessionEndOf } from '#server/auth/tokens.ts';
-import { stopReading } from '#server/system/stop-reading.ts';
+import { resumeReading, stopReading } from '#server/system/stop-reading.ts';
 import { type BoardStateEvent, STOMP_LIMITS, type UserNotification, WS_PATH } from '#shared/realtime.ts';
 import {
   boardChannel,
@@ -198,8 +198,9 @@ export class RealtimeHub {
     if (fd !== null && relay && stopReading(socket)) {
       // The relay takes the client's socket: the service stops reading it first, and runs its
       // WebSocket over the relay's unix socket instead. Anything failing, the socket is read again.
-      const direct = () => {
-        socket.resume();
+      const direct = (err?: unknown) => {
+        if (err) this.app.log.warn({ err }, 'the WebSocket relay did not take a connection: served directly');
+        resumeReading(socket);
         this.upgrade(req, socket, head);
       };
       relay()

@@ -19,3 +19,17 @@ export function stopReading(stream: Readable): boolean {
   (h.readStop as () => number).call(h);
   return true;
 }
+
+/**
+ * Starts a stream's handle reading again after stopReading. resume() alone does not when the stream
+ * still counts a read as under way (a socket handed over by Node's HTTP parser at an upgrade): the
+ * handle is started here, then the stream flows.
+ */
+export function resumeReading(stream: Readable): void {
+  const h = (stream as unknown as { _handle?: { reading?: boolean; readStart?: unknown } })._handle;
+  if (h && typeof h.readStart === 'function' && !h.reading) {
+    h.reading = true;
+    (h.readStart as () => number).call(h);
+  }
+  stream.resume();
+}
