@@ -71,10 +71,15 @@
 #define WINDOW (256 * 1024)
 /* Bytes held for one client (the service's frames and ours): past this, nothing more is read for it. */
 #define OUT_LIMIT (1024 * 1024)
+/*
+ * A client frame this long or shorter is looked at whole: it may be input for a served view. It is the
+ * service's largest STOMP frame (stomp-limits.ts; `ws` closes a connection that sends a longer one), so
+ * that every piece of a served view's input takes the same way: one large paste through the service
+ * and its small tail through here would reach the terminal out of order.
+ */
+#define LOOK_MAX (256 * 1024)
 /* Bytes of a client's held for the service: past this, the client is not read. */
-#define IN_LIMIT (256 * 1024)
-/* A client frame this long or shorter is looked at whole: it may be a keystroke. */
-#define LOOK_MAX (64 * 1024)
+#define IN_LIMIT (2 * LOOK_MAX)
 /* Input for a terminal that it has not taken yet, at most (the service's MAX_UNREAD_INPUT). */
 #define INPUT_LIMIT (8 * 1024 * 1024)
 
@@ -374,16 +379,42 @@ static int is_eol(const char *p, const char *e) { return p < e && (*p == '\n' ||
 static const char *skip_eol(const char *p) { return *p == '\r' ? p + 2 : p + 1; }
 
 /*
+ * A SEND taken here that asked for a receipt: the service gets the same frame without its body (masked
+ * with a zero key, as a client frame must be), so that it answers the receipt as it would have.
+ */
+static void forward_receipt(struct conn *c, const char *dest, size_t dl, const char *r, size_t rl) {
+  if (dl > 1024 || rl > 1024) return;
+  char payload[2200];
+  int n = snprintf(payload, sizeof payload, "SEND\ndestination:%.*s\nreceipt:%.*s\n\n", (int)dl, dest, (int)rl, r);
+  if (n < 0 || (size_t)n + 1 >= sizeof payload) return;
+  size_t len = (size_t)n + 1; /* the NUL */
+  unsigned char head[8] = {0x82};
+  size_t hl;
+  if (len < 126) {
+    head[1] = (unsigned char)(0x80 | len);
+    hl = 2;
+  } else {
+    head[1] = 0x80 | 126, head[2] = (unsigned char)(len >> 8), head[3] = (unsigned char)len;
+    hl = 4;
+  }
+  static const char zero_key[4] = {0, 0, 0, 0};
+  buf_put(&c->to_service, head, hl);
+  buf_put(&c->to_service, zero_key, 4);
+  buf_put(&c->to_service, payload, len);
+}
+
+/*
  * Looks at one unmasked client message. Answers 1 when it was a SEND to a served view's input and its
- * body went to the terminal (the message is not passed on); notes a served view's acknowledgement.
+ * body went to the terminal (the message is not passed on, or only its receipt); notes a served view's
+ * acknowledgement.
  */
 static int look(struct conn *c, const char *p, size_t n) {
   const char *e = p + n;
   while (is_eol(p, e)) p = skip_eol(p); /* heart-beats */
   if ((size_t)(e - p) < 5 || memcmp(p, "SEND", 4) != 0 || !is_eol(p + 4, e)) return 0;
   p = skip_eol(p + 4);
-  const char *dest = NULL, *offset = NULL;
-  size_t dest_len = 0, offset_len = 0;
+  const char *dest = NULL, *offset = NULL, *receipt = NULL;
+  size_t dest_len = 0, offset_len = 0, receipt_len = 0;
   long long clen = -1;
   int dests = 0;
   for (;;) {
@@ -404,7 +435,8 @@ static int look(struct conn *c, const char *p, size_t n) {
       dests++;
       dest = val, dest_len = vl;
     } else if (kl == 7 && memcmp(p, "receipt", 7) == 0) {
-      return 0; /* the service answers receipts */
+      if (receipt) return 0;
+      receipt = val, receipt_len = vl;
     } else if (kl == 14 && memcmp(p, "content-length", 14) == 0 && clen < 0) {
       clen = 0;
       for (size_t i = 0; i < vl; i++) {
@@ -431,6 +463,7 @@ static int look(struct conn *c, const char *p, size_t n) {
     if (dest_len == v->input_len && memcmp(dest, v->input, dest_len) == 0) {
       if (nul > body) type_into(v, body, (size_t)(nul - body));
       typed_frames++;
+      if (receipt) forward_receipt(c, dest, dest_len, receipt, receipt_len); /* the service answers it */
       return 1;
     }
     if (dest_len == v->ack_len && memcmp(dest, v->ack, dest_len) == 0 && offset) {
@@ -861,7 +894,7 @@ int main(int argc, char **argv) {
       case 0: for (int m = rnd() % 4; m >= 0; m--) payload[rnd() % n] = (unsigned char)rnd(); break;
       case 1: n = rnd() % n; break;
       case 2: { size_t more = rnd() % 300; for (size_t i = 0; i < more && n < LOOK_MAX; i++) payload[n++] = (unsigned char)rnd(); break; }
-      case 3: n = rnd() % (LOOK_MAX + 2); for (size_t i = 0; i < n; i++) payload[i] = (unsigned char)rnd(); break;
+      case 3: n = rnd() % 32 ? rnd() % 4096 : rnd() % (LOOK_MAX + 2); for (size_t i = 0; i < n; i++) payload[i] = (unsigned char)rnd(); break;
       default: break;
       }
       if (n > LOOK_MAX + 1) n = LOOK_MAX + 1;
