@@ -254,25 +254,40 @@ class HostShell implements PtyHandle {
   private handOff(m: Master): boolean {
     const ctl = this.host.ctl;
     if (!ctl || m.mode !== 'self' || this.paused || this.ended) return false;
-    if (!stopReading(m.stream)) return false;
-    if (m.stream.readableLength > 0) {
-      m.stream.resume(); // a read already waits in the stream: it stays the reader, in order
-      return false;
-    }
-    // What was read goes out first; the session may pause the shell on it (it stays paused, unread).
-    m.flush?.();
+    if (!this.stopOwnReading(m)) return false;
     if (this.paused || this.ended) return true;
-    m.mode = 'ctl';
     this.host.handOffs++;
-    const id = ctl.listen((f) => this.fromCtl(m, id, f));
-    m.reader = id;
-    m.helper = ctl;
+    const id = this.lend(m, 'ctl', ctl);
     this.masterCall((fd) =>
       ctl
         .request(`read ${id} ${fd}`)
         .catch(() => this.fromCtl(m, id, { type: FromCtl.released, id, payload: Buffer.alloc(0) })),
     );
     return true;
+  }
+
+  /**
+   * Stops the service's own reading of the terminal, so that a helper may read it, and hands on what
+   * it had read (the session may pause the shell on it: it then stays paused, unread). False when the
+   * service keeps reading: Node cannot stop it, or a read already waits in the stream (in order).
+   */
+  private stopOwnReading(m: Master): boolean {
+    if (!stopReading(m.stream)) return false;
+    if (m.stream.readableLength > 0) {
+      m.stream.resume();
+      return false;
+    }
+    m.flush?.();
+    return true;
+  }
+
+  /** The terminal is read by `helper` from now on; its frames come here under the id answered. */
+  private lend(m: Master, mode: 'ctl' | 'relay', helper: PtyCtl): number {
+    m.mode = mode;
+    const id = helper.listen((f) => this.fromCtl(m, id, f));
+    m.reader = id;
+    m.helper = helper;
+    return id;
   }
 
   private fromCtl(m: Master, id: number, f: Frame): void {
@@ -310,18 +325,8 @@ class HostShell implements PtyHandle {
     const m = this.master;
     const relay = o.relay as WsRelay;
     if (m?.mode !== 'self' || this.paused || this.ended || !relay.alive) return false;
-    if (!stopReading(m.stream)) return false;
-    if (m.stream.readableLength > 0) {
-      m.stream.resume();
-      return false;
-    }
-    // What was read goes out first; the session may pause the shell on it (it stays paused, unread).
-    m.flush?.();
-    if (this.paused || this.ended) return false;
-    m.mode = 'relay';
-    const id = relay.proc.listen((f) => this.fromCtl(m, id, f));
-    m.reader = id;
-    m.helper = relay.proc;
+    if (!this.stopOwnReading(m) || this.paused || this.ended) return false;
+    const id = this.lend(m, 'relay', relay.proc);
     const hex = (b: Buffer | string) => Buffer.from(b).toString('hex');
     const { written, read } = o.handover();
     try {
