@@ -15,7 +15,6 @@ export class WsRelay {
   private constructor(
     readonly proc: PtyCtl,
     private readonly socketPath: string,
-    private readonly dir: string,
   ) {}
 
   get alive(): boolean {
@@ -31,7 +30,7 @@ export class WsRelay {
       const proc = await PtyCtl.start(program, [socketPath]);
       // The relay ends with the service (its stdin closes); its directory goes with the service.
       process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-      return new WsRelay(proc, socketPath, dir);
+      return new WsRelay(proc, socketPath);
     } catch (err) {
       fs.rmSync(dir, { recursive: true, force: true });
       throw err;
@@ -58,11 +57,6 @@ export class WsRelay {
   async stats(): Promise<{ connections: number; views: number; typed: number; emitted: number }> {
     const [connections, views, typed, emitted] = (await this.proc.request('stats')).map(Number);
     return { connections, views, typed, emitted };
-  }
-
-  stop(): void {
-    this.proc.stop();
-    fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
