@@ -2,10 +2,11 @@
 // a client's /ws passes through it, and the owner's shell view is served by it — keystrokes written to
 // the terminal and output written to the client by the relay, every byte in the ring first. The
 // follower checks that offsets stay contiguous, so a byte lost, doubled or out of order fails.
+import crypto from 'node:crypto';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wsRelay } from '#server/boards/local/pty-host/relay.ts';
-import { SHELL_FLOW } from '#shared/realtime.ts';
+import { Destinations, SHELL_FLOW } from '#shared/realtime.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { leaseAndApply, openShell, ShellFollower } from './helpers/shell-client.ts';
 import { connectStomp } from './helpers/stomp-client.ts';
@@ -167,6 +168,104 @@ describe('shells through the WebSocket relay', () => {
     f2.input('echo after-$((2+2))\n');
     await f2.until((x) => x.includes('after-4'), 20_000);
     c2.close();
+  });
+
+  it('gives the terminal back when the served view ends, and the service reads it for the others', async () => {
+    const { shellId, c, f } = await served();
+    const other = await ShellFollower.subscribe(c, shellId, { subId: 'other', offset: f.next });
+    // Past the service's tries to hand `other` to the relay too (one served view per shell): it stays
+    // the service's, which must read the terminal again once the relay gives it back.
+    await sleep(1500);
+    const before = await stats();
+    c.sendFrame('UNSUBSCRIBE', { id: f.subId });
+    await until(stats, (s) => s.views < before.views);
+    other.input('echo given-back-$((5*5))\n');
+    await other.until((s) => s.includes('given-back-25'), 10_000);
+    expect((await stats()).views).toBe(before.views - 1);
+    c.close();
+  });
+
+  /** Sends `data` as input frames of 16 KiB, as the CLI's exec sends its stdin. */
+  const typeBytes = (f: ShellFollower, data: Buffer) => {
+    for (let at = 0; at < data.length; at += 16_384)
+      f.c.sendFrame(
+        'SEND',
+        { destination: Destinations.shellInput(f.shellId) },
+        data.subarray(at, at + 16_384),
+      );
+  };
+
+  it('types no key ahead of input the service still holds for the terminal', async () => {
+    const { shellId, c, f } = await served();
+    const data = crypto.randomBytes(240_000);
+    const want = crypto.createHash('sha256').update(data).digest('hex');
+    // A program that takes its input only later: what is sent meanwhile waits, some of it in the service.
+    f.input(`stty raw -echo; sleep 2; head -c ${data.length} | sha256sum; stty sane # waits\n`);
+    await f.until((s) => s.includes('# waits'));
+    await sleep(300);
+    const before = await stats();
+    c.sendFrame('UNSUBSCRIBE', { id: f.subId });
+    await until(stats, (s) => s.views < before.views);
+    // Subscribed again with the first half right behind: the service writes it (the view is not served yet)
+    // and holds what the terminal does not take.
+    const again = new ShellFollower(c, 'again', shellId, f.next, true);
+    c.sendFrame('SUBSCRIBE', {
+      id: 'again',
+      destination: Destinations.shellOutput(shellId),
+      offset: String(f.next),
+    });
+    typeBytes(again, data.subarray(0, 120_000));
+    await sleep(600); // the service asks the relay to serve the view meanwhile (every 50 ms)
+    typeBytes(again, data.subarray(120_000));
+    await again.until((s) => /[0-9a-f]{64}/.test(s), 20_000);
+    expect(again.text.match(/[0-9a-f]{64}/)?.[0]).toBe(want);
+    c.close();
+  });
+
+  /** Hashes into `file` the input that `reader` takes in raw mode, from a second on. */
+  const later = async (f: ShellFollower, reader: string, file: string) => {
+    f.input(`stty raw -echo; sleep 1; (${reader}) 2>/dev/null | sha256sum > ${file}; stty sane # ${file}\n`);
+    await f.until((s) => s.includes(`# ${file}`));
+    await sleep(200);
+  };
+  const readBack = async (shellId: string, file: string) => {
+    const c = await connectStomp(port, { token: u.token, applyId });
+    const g = await ShellFollower.subscribe(c, shellId, { subId: `g${file.length}`, offset: -1 });
+    g.input(`cat ${file} # back\n`);
+    await g.until((s) => /[0-9a-f]{64}  -/.test(s), 20_000);
+    c.close();
+    return g.text.match(/([0-9a-f]{64})  -/)?.[1];
+  };
+
+  it('writes the input it took for a view whose end the client asked right after it', async () => {
+    const { shellId, c, f } = await served();
+    const data = crypto.randomBytes(100_000);
+    await later(f, `timeout 20 head -c ${data.length}`, '/tmp/unsubscribed');
+    // The input and the end of the view in one burst: the terminal takes the input only in a second.
+    typeBytes(f, data);
+    c.sendFrame('UNSUBSCRIBE', { id: f.subId });
+    await sleep(1500);
+    expect(await readBack(shellId, '/tmp/unsubscribed')).toBe(
+      crypto.createHash('sha256').update(data).digest('hex'),
+    );
+    c.close();
+  });
+
+  it('hands the service the input the terminal had not taken when the client went', async () => {
+    const { shellId, c, f } = await served();
+    const data = crypto.randomBytes(70_000);
+    // The first part is read after a second, the rest a second after that.
+    const dd = (n: number) => `dd bs=${n} count=1 iflag=fullblock`;
+    await later(f, `${dd(40_000)}; sleep 1; ${dd(30_000)}`, '/tmp/gone');
+    // The relay takes the first part and holds it for the terminal, reading the client no further
+    // meanwhile; the rest and the client's end wait in the socket. Once the first part is read the relay
+    // reads both, and the terminal takes little of the rest: the client is gone with input still held.
+    typeBytes(f, data.subarray(0, 40_000));
+    await sleep(300);
+    typeBytes(f, data.subarray(40_000));
+    c.ws.close(); // as a closing tab: a close frame right behind the input, then the socket's end
+    await sleep(2500);
+    expect(await readBack(shellId, '/tmp/gone')).toBe(crypto.createHash('sha256').update(data).digest('hex'));
   });
 
   it('survives a client that sends garbage, and serves the next one', async () => {

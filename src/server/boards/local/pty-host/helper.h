@@ -25,7 +25,7 @@
 #define DEVPTS_MAGIC 0x1cd1
 
 /* Frames on descriptor 4 (protocol.ts FromCtl): type u8, id u32, length u32, payload. */
-enum { CTL_DATA = 2, CTL_RELEASED = 5, CTL_ENDED = 6 };
+enum { CTL_DATA = 2, CTL_RELEASED = 5, CTL_ENDED = 6, CTL_TYPED = 7 };
 #define HEADER 9
 #define DATA_FD 4
 

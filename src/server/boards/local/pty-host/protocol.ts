@@ -51,6 +51,8 @@ export const FromCtl = {
   released: 5,
   /** It read the terminal's end. */
   ended: 6,
+  /** Input a client gave the relay that the terminal had not taken when the client went: write it on. */
+  typed: 7,
 } as const;
 
 export const HEADER = 9;

@@ -11,7 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import tty from 'node:tty';
 import { DriverError, type PtyHandle, type PtySize, type RelayServe } from '../../driver.ts';
-import { stopReading } from '#server/system/stop-reading.ts';
+import { resumeReading, stopReading } from '#server/system/stop-reading.ts';
 import { withTimeout } from '../../util.ts';
 import { BOARD_TERMINALS } from './budget.ts';
 import { compileProgram } from './compile.ts';
@@ -274,7 +274,7 @@ class HostShell implements PtyHandle {
   private stopOwnReading(m: Master): boolean {
     if (!stopReading(m.stream)) return false;
     if (m.stream.readableLength > 0) {
-      m.stream.resume();
+      resumeReading(m.stream);
       return false;
     }
     m.flush?.();
@@ -296,12 +296,18 @@ class HostShell implements PtyHandle {
       if (!this.ended) this.data(f.payload);
       return;
     }
+    if (f.type === FromCtl.typed) {
+      this.write(f.payload);
+      return;
+    }
     m.helper?.unlisten(id);
     m.mode = 'self';
     m.reader = 0;
     m.helper = null;
     if (f.type === FromCtl.ended) m.ended?.();
-    else if (!this.ended && !this.paused) m.stream.resume();
+    // resume() alone does not start the handle when the stream counts a read as under way (it was
+    // stopped idle, waiting for the terminal: the relay's case).
+    else if (!this.ended && !this.paused) resumeReading(m.stream);
   }
 
   private ctlCall(line: string): void {
@@ -325,6 +331,8 @@ class HostShell implements PtyHandle {
     const m = this.master;
     const relay = o.relay as WsRelay;
     if (m?.mode !== 'self' || this.paused || this.ended || !relay.alive) return false;
+    // Input still on its way to the terminal here would be passed by what the relay writes.
+    if (m.queued > 0) return false;
     if (!this.stopOwnReading(m) || this.paused || this.ended) return false;
     const id = this.lend(m, 'relay', relay.proc);
     const hex = (b: Buffer | string) => Buffer.from(b).toString('hex');
@@ -407,7 +415,7 @@ class HostShell implements PtyHandle {
         // The helper's copy of the master goes first, or closing ours would not hang the terminal up.
         const id = m.reader;
         const h = m.helper;
-        const stop = m.mode === 'ctl' ? 'unread' : 'unserve';
+        const stop = m.mode === 'ctl' ? 'unread' : 'drop';
         m.reader = 0;
         m.helper = null;
         if (h) m.calls = m.calls.then(() => h.request(`${stop} ${id}`)).finally(() => h.unlisten(id));
@@ -524,7 +532,7 @@ class HostShell implements PtyHandle {
     const m = this.master;
     if (m) {
       if (m.mode !== 'self') this.readerCall(m, `resume ${m.reader}`);
-      else m.stream.resume();
+      else resumeReading(m.stream); // its handle too, when a helper had it stopped
       this.armDrain();
       return;
     }

@@ -27,11 +27,15 @@
  *                         last frames for the view are among them, and the view's output follows them.
  *                         <read>: bytes it has read and handled — a keystroke taken here must not
  *                         pass one on its way to the service, so "err busy" while any is (ask again)
- *   unserve <id>          stop serving the view (the service reads the terminal again)
+ *   unserve <id>          stop serving the view (the service reads the terminal again) once the
+ *                         input taken for it is in the terminal: nothing the client sends after it
+ *                         (through the service) can pass it; "released" says when
+ *   drop <id>             the same at once, its input with it (the terminal is ending)
  *   pause <id> / resume <id>
  *                         stop / start reading its terminal (the service's flow control)
  *   stats                 "ok <connections> <views served> <keystroke frames taken> <MESSAGEs written>"
- * A view whose client goes away is given back with a "released" frame; one whose terminal ends, with
+ * A view whose client goes away is given back with a "released" frame, after "typed" frames with the
+ * input the terminal had not taken yet (the service writes it on); one whose terminal ends, with
  * "ended", after its last output.
  */
 #define _GNU_SOURCE
@@ -131,6 +135,7 @@ struct view {
   uint32_t id;
   int fd;
   int paused, ended;
+  int releasing; /* asked to unserve while input waits: given back once the terminal took it */
   uint64_t sent, acked; /* absolute offsets: next byte to send; highest acknowledgement */
   uint64_t start_after; /* the terminal is read once this much of the service's bytes went to the client */
   struct buf head;      /* "MESSAGE\nsubscription:..\ndestination:..\ncontent-type:..\n" */
@@ -218,6 +223,11 @@ static int64_t now_us(void);
 static void drop_view(struct view *v, int mark) {
   struct conn *c = v->conn;
   flush_view(v, now_us()); /* what was held goes first: to the ring, and to a client still there */
+  /* The client is gone (nothing it sent can come after this input): the service writes it on. */
+  for (size_t at = 0; mark == CTL_RELEASED && v->conn->dead && at < v->typed.len; at += GATHER) {
+    size_t n = v->typed.len - at < GATHER ? v->typed.len - at : GATHER;
+    send_mark(CTL_TYPED, v->id, v->typed.p + v->typed.off + at, n);
+  }
   if (mark) send_mark(mark, v->id, NULL, 0);
   watch(v->fd, &v->tag, &v->events, 0);
   close(v->fd);
@@ -368,9 +378,10 @@ static void drain_typed(struct view *v) {
     else if (w < 0 && errno == EAGAIN) return;
     else {
       buf_take(&v->typed, v->typed.len);
-      return;
+      break;
     }
   }
+  if (v->releasing) drop_view(v, CTL_RELEASED);
 }
 
 /* ---- STOMP: a client frame that is one SEND to a served view ---- */
@@ -809,7 +820,8 @@ static void request(char *line) {
   struct view *v = x >= 0 && x <= 0xffffffffL ? find_view((uint32_t)x) : NULL;
   if (!v) return reply("err no such view");
   struct conn *c = v->conn;
-  if (strcmp(op, "unserve") == 0) drop_view(v, CTL_RELEASED);
+  if (strcmp(op, "unserve") == 0 && v->typed.len) v->releasing = 1;
+  else if (strcmp(op, "unserve") == 0 || strcmp(op, "drop") == 0) drop_view(v, CTL_RELEASED);
   else if (strcmp(op, "pause") == 0) v->paused = 1;
   else if (strcmp(op, "resume") == 0) v->paused = 0;
   else return reply("err bad request");
@@ -980,7 +992,7 @@ int main(int argc, char **argv) {
         if (v->dead) continue;
         struct conn *c = v->conn;
         if (evs[i].events & EPOLLOUT) drain_typed(v);
-        if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && view_may_read(v)) read_view(v);
+        if (!v->dead && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && view_may_read(v)) read_view(v);
         if (c->to_client.len && !flush(c->cfd, &c->to_client, NULL)) close_conn(c);
         if (!c->dead) update(c);
       }
