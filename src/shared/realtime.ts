@@ -106,6 +106,12 @@ export const SHELL_FLOW = {
 /** Unhandled bytes of client frames past which the server stops reading a connection's socket. */
 export const INBOUND_QUEUE_BYTES = 1024 * 1024;
 
+/**
+ * Input a shell's program has not taken yet past which the server stops reading the socket that
+ * sends it (a paste or a CLI's stdin into a program that reads late), and below which it reads again.
+ */
+export const SHELL_INPUT_HELD = { high: 1024 * 1024, low: 256 * 1024 } as const;
+
 /** A socket that takes no queued byte for this long is closed. */
 export const SLOW_CONSUMER_MS = 60_000;
 

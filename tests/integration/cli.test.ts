@@ -186,6 +186,13 @@ describe('the bianbu cli', () => {
       expect(bin.stdoutBytes.equals(data.subarray(0, 70_000))).toBe(true);
     });
 
+    it('exec forwards stdin larger than any buffer on the way to a command that reads it late', async () => {
+      const data = crypto.randomBytes(24 * 1024 * 1024);
+      const r = await bianbu(['exec', 'b1', '--', 'sh', '-c', 'sleep 2; sha256sum'], { stdin: data });
+      expect(r.code).toBe(0);
+      expect(r.stdout.split(' ')[0]).toBe(crypto.createHash('sha256').update(data).digest('hex'));
+    }, 120_000);
+
     it('exec on four boards at once: a result per board, exit 1 when one fails', async () => {
       const all = await bianbu(['exec', 'b*', '--json', '--', 'sh', '-c', 'echo "$(hostname)"']);
       expect(all.code).toBe(0);

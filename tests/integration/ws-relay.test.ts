@@ -185,6 +185,27 @@ describe('shells through the WebSocket relay', () => {
     c.close();
   });
 
+  it('holds the client, and drops none of its input, while a program served by the service reads late', async () => {
+    const { shellId, c, f } = await served();
+    const other = await ShellFollower.subscribe(c, shellId, { subId: 'late', offset: f.next });
+    await sleep(1500); // `late` stays the service's (see above)
+    const before = await stats();
+    c.sendFrame('UNSUBSCRIBE', { id: f.subId });
+    await until(stats, (s) => s.views < before.views);
+    // More than the terminal's bound (8 MiB) that the service may hold for a program.
+    const data = crypto.randomBytes(12 * 1024 * 1024);
+    other.input(`stty raw -echo; sleep 2; head -c ${data.length} | sha256sum; stty sane # late\n`);
+    await other.until((s) => s.includes('# late'));
+    await sleep(200);
+    for (let at = 0; at < data.length; at += 65_536)
+      c.sendFrame('SEND', { destination: Destinations.shellInput(shellId) }, data.subarray(at, at + 65_536));
+    await other.until((s) => /[0-9a-f]{64}  -/.test(s), 60_000);
+    expect(other.text.match(/([0-9a-f]{64})  -/)?.[1]).toBe(
+      crypto.createHash('sha256').update(data).digest('hex'),
+    );
+    c.close();
+  }, 90_000);
+
   /** Sends `data` as input frames of 16 KiB, as the CLI's exec sends its stdin. */
   const typeBytes = (f: ShellFollower, data: Buffer) => {
     for (let at = 0; at < data.length; at += 16_384)

@@ -41,6 +41,8 @@ export interface PtyHandle {
    */
   readonly hostPid?: number;
   write(data: string | Buffer): void;
+  /** Bytes written that the program has not taken yet, held on this side (for backpressure). */
+  inputBacklog?(): number;
   resize(size: PtySize): void;
   /** Output bytes as they come. Pausing/resuming applies backpressure to the program (flow control). */
   onData(listener: (chunk: Buffer) => void): () => void;

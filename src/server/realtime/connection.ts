@@ -35,6 +35,7 @@ import { ResultCode, SESSION_END_CODES } from '#shared/codes.ts';
 import {
   Destinations,
   INBOUND_QUEUE_BYTES,
+  SHELL_INPUT_HELD,
   parseDestination,
   RealtimeErrorKey,
   RealtimeEvent,
@@ -83,6 +84,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /** A view not yet handed to the relay (client frames still on their way) is offered again so often, so many times. */
 const RELAY_RETRY_MS = 50;
 const RELAY_TRIES = 20;
+/** How often a socket held for a shell's input looks whether the program took it. */
+const INPUT_HELD_POLL_MS = 10;
 /** After a close handshake is started, a peer that does not answer is cut after this long. */
 const CLOSE_GRACE_MS = 2000;
 
@@ -103,6 +106,8 @@ export class StompConnection {
   /** Bytes of client frames read but not handled yet. */
   private inbound = 0;
   private readPaused = false;
+  /** Set while the socket is not read because a shell holds too much of its input (SHELL_INPUT_HELD). */
+  private inputHeld: NodeJS.Timeout | null = null;
   lastSeen = Date.now();
   private readonly timers: NodeJS.Timeout[] = [];
   private expiryTimer: NodeJS.Timeout | null = null;
@@ -203,7 +208,7 @@ export class StompConnection {
     }
     this.out.catchUp();
     // A socket we stopped reading ourselves says nothing about the client's liveness.
-    if (this.readPaused) this.lastSeen = now;
+    if (this.readPaused || this.inputHeld) this.lastSeen = now;
     const silent = now - this.lastSeen;
     if (silent > windowMs) {
       this.opts.app.log.info(
@@ -295,7 +300,7 @@ export class StompConnection {
     if (this.readPaused && this.inbound <= INBOUND_QUEUE_BYTES / 2 && this.state !== 'closed') {
       this.readPaused = false;
       this.lastSeen = Date.now();
-      this.ws.resume();
+      if (!this.inputHeld) this.ws.resume();
     }
   }
 
@@ -442,8 +447,10 @@ export class StompConnection {
     const channel = shellIn(d.id);
     if (d.kind === 'shellInput') {
       // The viewer id lets the shell tell its host's input from a guest's (joined shells).
-      if (f.body.length)
+      if (f.body.length) {
         this.opts.bus.publish(channel, { h: { t: 'input', v: live.viewerId }, data: Buffer.from(f.body) });
+        this.holdInputIfFull(d.id);
+      }
     } else if (d.kind === 'shellResize') {
       let size: unknown;
       try {
@@ -630,6 +637,25 @@ export class StompConnection {
   }
 
   /**
+   * Stops reading the socket while a shell of this instance holds more of the input than
+   * SHELL_INPUT_HELD.high for its program, until it holds no more than .low: a CLI's stdin or a paste
+   * into a program that reads late waits in the client instead of being dropped past the terminal's
+   * bound. (A shell on another instance is not held back here.)
+   */
+  private holdInputIfFull(shellId: string): void {
+    const shells = this.opts.app.shells;
+    if (this.inputHeld || shells.inputBacklog(shellId) <= SHELL_INPUT_HELD.high) return;
+    this.ws.pause();
+    this.inputHeld = setInterval(() => {
+      if (!this.closed && shells.inputBacklog(shellId) > SHELL_INPUT_HELD.low) return;
+      if (this.inputHeld) clearInterval(this.inputHeld);
+      this.inputHeld = null;
+      this.lastSeen = Date.now();
+      if (!this.readPaused && !this.closed && this.ws.readyState === this.ws.OPEN) this.ws.resume();
+    }, INPUT_HELD_POLL_MS);
+  }
+
+  /**
    * Hands the host's own live view of a shell on this instance to the WebSocket relay, once nothing
    * of the client's waits here (the relay must not type a key ahead of one still on its way here).
    * Tried again a few times while that is not so; the service serves the view meanwhile.
@@ -795,6 +821,8 @@ export class StompConnection {
     this.timers.length = 0;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryTimer = null;
+    if (this.inputHeld) clearInterval(this.inputHeld);
+    this.inputHeld = null;
     for (const id of [...this.subs.keys()]) this.unsubscribe(id);
     this.out.clear();
     this.opts.onClose(this);

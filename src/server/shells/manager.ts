@@ -223,6 +223,11 @@ export class ShellManager {
     return parsed.data;
   }
 
+  /** Input a shell of this instance holds for its program (0 for a shell elsewhere or gone). */
+  inputBacklog(shellId: string): number {
+    return this.sessions.get(shellId)?.inputBacklog() ?? 0;
+  }
+
   /** Hands a view of a shell of this instance to the WebSocket relay (ShellSession.serveRelay). */
   serveRelay(shellId: string, viewerId: string, o: Omit<RelayServe, 'offset'>): Promise<boolean> {
     const local = this.sessions.get(shellId);

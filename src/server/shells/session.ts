@@ -350,6 +350,11 @@ export class ShellSession {
     if (!this.ended) this.pty.write(data);
   }
 
+  /** Input the program has not taken yet (0 once ended, or where the board cannot tell). */
+  inputBacklog(): number {
+    return this.ended ? 0 : (this.pty.inputBacklog?.() ?? 0);
+  }
+
   close(reason: ShellCloseReason | string): void {
     if (this.ended) return;
     this.end(reason, null);

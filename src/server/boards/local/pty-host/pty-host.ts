@@ -430,6 +430,10 @@ class HostShell implements PtyHandle {
     this.exitListeners.clear();
   }
 
+  inputBacklog(): number {
+    return this.master?.queued ?? 0;
+  }
+
   write(d: string | Buffer): void {
     if (this.ended) return;
     const b = typeof d === 'string' ? Buffer.from(d) : d;
