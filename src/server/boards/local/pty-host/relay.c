@@ -86,6 +86,10 @@
 #define IN_LIMIT (2 * LOOK_MAX)
 /* Input for a terminal that it has not taken yet, at most (the service's MAX_UNREAD_INPUT). */
 #define INPUT_LIMIT (8 * 1024 * 1024)
+/* Input held for a terminal past which the client is not read until the terminal took it (the
+   service's SHELL_INPUT_HELD.high): below it the client's other frames (heart-beats, pongs,
+   acknowledgements) still flow while a program reads late. */
+#define INPUT_HOLD (1024 * 1024)
 
 struct buf {
   char *p;
@@ -350,7 +354,7 @@ static void read_view(struct view *v) {
   }
 }
 
-/* Input for the terminal: written now as far as it takes it, the rest held (the client not read meanwhile). */
+/* Input for the terminal: written now as far as it takes it, the rest held (past INPUT_HOLD the client is not read). */
 static void type_into(struct view *v, const char *p, size_t n) {
   if (v->typed.len) {
     if (v->typed.len + n > INPUT_LIMIT) return; /* as the service: input past the bound is dropped */
@@ -638,7 +642,7 @@ static int take_client(struct conn *c) {
 static void update(struct conn *c) {
   if (c->dead) return;
   int typed = 0;
-  for (struct view *v = c->views; v; v = v->next) typed |= v->typed.len > 0;
+  for (struct view *v = c->views; v; v = v->next) typed |= v->typed.len >= INPUT_HOLD || (v->releasing && v->typed.len);
   if (c->cfd >= 0) {
     uint32_t want = 0;
     if (!typed && c->from_client.len < IN_LIMIT && c->to_service.len < IN_LIMIT) want |= EPOLLIN;
