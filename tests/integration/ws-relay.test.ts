@@ -170,28 +170,34 @@ describe('shells through the WebSocket relay', () => {
     c2.close();
   });
 
-  it('gives the terminal back when the served view ends, and the service reads it for the others', async () => {
-    const { shellId, c, f } = await served();
-    const other = await ShellFollower.subscribe(c, shellId, { subId: 'other', offset: f.next });
-    // Past the service's tries to hand `other` to the relay too (one served view per shell): it stays
-    // the service's, which must read the terminal again once the relay gives it back.
-    await sleep(1500);
+  /** Ends the served view `f` and waits until the relay has given its terminal back; the views left. */
+  const unserve = async (f: ShellFollower) => {
     const before = await stats();
-    c.sendFrame('UNSUBSCRIBE', { id: f.subId });
-    await until(stats, (s) => s.views < before.views);
+    f.c.sendFrame('UNSUBSCRIBE', { id: f.subId });
+    return (await until(stats, (s) => s.views < before.views)).views;
+  };
+
+  /**
+   * A served shell with a second view `subId` that stays the service's (subscribed past the service's
+   * tries to hand it to the relay too: one served view per shell), then the served one ended.
+   */
+  const servedThenService = async (subId: string) => {
+    const { shellId, c, f } = await served();
+    const other = await ShellFollower.subscribe(c, shellId, { subId, offset: f.next });
+    await sleep(1500);
+    return { shellId, c, other, views: await unserve(f) };
+  };
+
+  it('gives the terminal back when the served view ends, and the service reads it for the others', async () => {
+    const { c, other, views } = await servedThenService('other');
     other.input('echo given-back-$((5*5))\n');
     await other.until((s) => s.includes('given-back-25'), 10_000);
-    expect((await stats()).views).toBe(before.views - 1);
+    expect((await stats()).views).toBe(views);
     c.close();
   });
 
   it('holds the client, and drops none of its input, while a program served by the service reads late', async () => {
-    const { shellId, c, f } = await served();
-    const other = await ShellFollower.subscribe(c, shellId, { subId: 'late', offset: f.next });
-    await sleep(1500); // `late` stays the service's (see above)
-    const before = await stats();
-    c.sendFrame('UNSUBSCRIBE', { id: f.subId });
-    await until(stats, (s) => s.views < before.views);
+    const { shellId, c, other } = await servedThenService('late');
     // More than the terminal's bound (8 MiB) that the service may hold for a program.
     const data = crypto.randomBytes(12 * 1024 * 1024);
     other.input(`stty raw -echo; sleep 2; head -c ${data.length} | sha256sum; stty sane # late\n`);
@@ -224,9 +230,7 @@ describe('shells through the WebSocket relay', () => {
     f.input(`stty raw -echo; sleep 2; head -c ${data.length} | sha256sum; stty sane # waits\n`);
     await f.until((s) => s.includes('# waits'));
     await sleep(300);
-    const before = await stats();
-    c.sendFrame('UNSUBSCRIBE', { id: f.subId });
-    await until(stats, (s) => s.views < before.views);
+    await unserve(f);
     // Subscribed again with the first half right behind: the service writes it (the view is not served yet)
     // and holds what the terminal does not take.
     const again = new ShellFollower(c, 'again', shellId, f.next, true);

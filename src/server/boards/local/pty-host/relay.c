@@ -228,10 +228,11 @@ static void drop_view(struct view *v, int mark) {
   struct conn *c = v->conn;
   flush_view(v, now_us()); /* what was held goes first: to the ring, and to a client still there */
   /* The client is gone (nothing it sent can come after this input): the service writes it on. */
-  for (size_t at = 0; mark == CTL_RELEASED && v->conn->dead && at < v->typed.len; at += GATHER) {
-    size_t n = v->typed.len - at < GATHER ? v->typed.len - at : GATHER;
-    send_mark(CTL_TYPED, v->id, v->typed.p + v->typed.off + at, n);
-  }
+  if (mark == CTL_RELEASED && c->dead)
+    for (size_t at = 0; at < v->typed.len; at += GATHER) {
+      size_t n = v->typed.len - at < GATHER ? v->typed.len - at : GATHER;
+      send_mark(CTL_TYPED, v->id, v->typed.p + v->typed.off + at, n);
+    }
   if (mark) send_mark(mark, v->id, NULL, 0);
   watch(v->fd, &v->tag, &v->events, 0);
   close(v->fd);
@@ -641,11 +642,11 @@ static int take_client(struct conn *c) {
 
 static void update(struct conn *c) {
   if (c->dead) return;
-  int typed = 0;
-  for (struct view *v = c->views; v; v = v->next) typed |= v->typed.len >= INPUT_HOLD || (v->releasing && v->typed.len);
+  int hold = 0; /* input held for a terminal: the client waits (INPUT_HOLD, or a view being given back) */
+  for (struct view *v = c->views; v; v = v->next) hold |= v->typed.len >= INPUT_HOLD || (v->releasing && v->typed.len);
   if (c->cfd >= 0) {
     uint32_t want = 0;
-    if (!typed && c->from_client.len < IN_LIMIT && c->to_service.len < IN_LIMIT) want |= EPOLLIN;
+    if (!hold && c->from_client.len < IN_LIMIT && c->to_service.len < IN_LIMIT) want |= EPOLLIN;
     if (c->to_client.len) want |= EPOLLOUT;
     watch(c->cfd, &c->ctag, &c->cev, want);
   }
