@@ -212,6 +212,42 @@ describe('shells through the WebSocket relay', () => {
     c.close();
   }, 90_000);
 
+  /** Pastes 3 MiB into `cat` echoing it back; resolves with the bytes echoed (the follower acknowledges). */
+  const pasteIntoCat = async (f: ShellFollower) => {
+    f.input('stty raw -echo; cat # echoes\n');
+    await f.until((s) => s.includes('# echoes'));
+    await sleep(300);
+    const start = f.next;
+    const data = Buffer.from(
+      crypto
+        .randomBytes(3 * 1024 * 1024)
+        .toString('hex')
+        .slice(0, 3 * 1024 * 1024),
+    );
+    for (let at = 0; at < data.length; at += 65_536)
+      f.c.sendFrame(
+        'SEND',
+        { destination: Destinations.shellInput(f.shellId) },
+        data.subarray(at, at + 65_536),
+      );
+    for (let i = 0; i < 600 && f.next - start < data.length; i++) {
+      f.pump();
+      await sleep(50);
+    }
+    return f.bytes.subarray(-data.length).equals(data);
+  };
+
+  it('echoes a paste larger than the input bound whole: the acknowledgements behind it are read', async () => {
+    // Holding the client while a program has not taken its input would hold the acknowledgements
+    // that its echo waits for: neither the relay nor the service holds it then.
+    const relayed = await served();
+    expect(await pasteIntoCat(relayed.f)).toBe(true);
+    relayed.c.close();
+    const byService = await servedThenService('cat');
+    expect(await pasteIntoCat(byService.other)).toBe(true);
+    byService.c.close();
+  }, 90_000);
+
   /** Sends `data` as input frames of 16 KiB, as the CLI's exec sends its stdin. */
   const typeBytes = (f: ShellFollower, data: Buffer) => {
     for (let at = 0; at < data.length; at += 16_384)

@@ -644,10 +644,10 @@ export class StompConnection {
    */
   private holdInputIfFull(shellId: string): void {
     const shells = this.opts.app.shells;
-    if (this.inputHeld || shells.inputBacklog(shellId) <= SHELL_INPUT_HELD.high) return;
+    if (this.inputHeld || shells.inputToWaitFor(shellId) <= SHELL_INPUT_HELD.high) return;
     this.ws.pause();
     this.inputHeld = setInterval(() => {
-      if (!this.closed && shells.inputBacklog(shellId) > SHELL_INPUT_HELD.low) return;
+      if (!this.closed && shells.inputToWaitFor(shellId) > SHELL_INPUT_HELD.low) return;
       if (this.inputHeld) clearInterval(this.inputHeld);
       this.inputHeld = null;
       this.lastSeen = Date.now();

@@ -223,9 +223,9 @@ export class ShellManager {
     return parsed.data;
   }
 
-  /** Input a shell of this instance holds for its program (0 for a shell elsewhere or gone). */
-  inputBacklog(shellId: string): number {
-    return this.sessions.get(shellId)?.inputBacklog() ?? 0;
+  /** Input a shell of this instance holds for its program (ShellSession.inputToWaitFor; 0 elsewhere). */
+  inputToWaitFor(shellId: string): number {
+    return this.sessions.get(shellId)?.inputToWaitFor() ?? 0;
   }
 
   /** Hands a view of a shell of this instance to the WebSocket relay (ShellSession.serveRelay). */

@@ -350,9 +350,13 @@ export class ShellSession {
     if (!this.ended) this.pty.write(data);
   }
 
-  /** Input the program has not taken yet (0 once ended, or where the board cannot tell). */
-  inputBacklog(): number {
-    return this.ended ? 0 : (this.pty.inputBacklog?.() ?? 0);
+  /**
+   * Input its sender should wait for the program to take: what the program has not taken yet — but 0
+   * while the output waits for acknowledgements (a program echoing its input waits for them, and
+   * holding the sender would hold them too), once ended, or where the board cannot tell.
+   */
+  inputToWaitFor(): number {
+    return this.ended || this.paused ? 0 : (this.pty.inputBacklog?.() ?? 0);
   }
 
   close(reason: ShellCloseReason | string): void {

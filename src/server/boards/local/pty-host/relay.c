@@ -642,8 +642,13 @@ static int take_client(struct conn *c) {
 
 static void update(struct conn *c) {
   if (c->dead) return;
-  int hold = 0; /* input held for a terminal: the client waits (INPUT_HOLD, or a view being given back) */
-  for (struct view *v = c->views; v; v = v->next) hold |= v->typed.len >= INPUT_HOLD || (v->releasing && v->typed.len);
+  /* Input held for a terminal: the client waits (past INPUT_HOLD, unless the view's output waits for
+     acknowledgements — the relay's window or the service's pause —, which come behind the input; or a
+     view being given back). */
+  int hold = 0;
+  for (struct view *v = c->views; v; v = v->next)
+    hold |= (v->typed.len >= INPUT_HOLD && !v->paused && v->sent - v->acked < WINDOW) ||
+            (v->releasing && v->typed.len);
   if (c->cfd >= 0) {
     uint32_t want = 0;
     if (!hold && c->from_client.len < IN_LIMIT && c->to_service.len < IN_LIMIT) want |= EPOLLIN;
