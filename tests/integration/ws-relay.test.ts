@@ -283,6 +283,35 @@ describe('shells through the WebSocket relay', () => {
     c.close();
   });
 
+  it('hands a view to the relay once the input the service held for it is taken, however late', async () => {
+    const { shellId, c, f } = await served();
+    const data = crypto.randomBytes(200_000);
+    const want = crypto.createHash('sha256').update(data).digest('hex');
+    f.input(`stty raw -echo; sleep 3; head -c ${data.length} | sha256sum; stty sane # slow\n`);
+    await f.until((s) => s.includes('# slow'));
+    await sleep(300);
+    const views = await unserve(f);
+    // Subscribed again with the input right behind: the service holds what the terminal does not take
+    // for three seconds, long past the first tries to hand the view over (1 s).
+    const again = new ShellFollower(c, 'slow', shellId, f.next, true);
+    c.sendFrame('SUBSCRIBE', {
+      id: 'slow',
+      destination: Destinations.shellOutput(shellId),
+      offset: String(f.next),
+    });
+    typeBytes(again, data);
+    await again.until((s) => /[0-9a-f]{64}/.test(s), 20_000);
+    expect(again.text.match(/[0-9a-f]{64}/)?.[0]).toBe(want);
+    expect((await stats()).views).toBe(views);
+    // Then the view goes to the relay, and what is typed goes through it.
+    expect((await until(stats, (s) => s.views > views, 5000)).views).toBe(views + 1);
+    const typed = (await stats()).typed;
+    again.input('echo late-$((8*8))\n');
+    await again.until((s) => s.includes('late-64'));
+    expect((await stats()).typed).toBeGreaterThan(typed);
+    c.close();
+  });
+
   /** Hashes into `file` the input that `reader` takes in raw mode, from a second on. */
   const later = async (f: ShellFollower, reader: string, file: string) => {
     f.input(`stty raw -echo; sleep 1; (${reader}) 2>/dev/null | sha256sum > ${file}; stty sane # ${file}\n`);

@@ -81,9 +81,14 @@ type Subscription = ShellView | TopicSub;
 const encoder = new TextEncoder();
 /** setTimeout's longest delay; a later expiry re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** A view not yet handed to the relay (client frames still on their way) is offered again so often, so many times. */
+/**
+ * A view not yet handed to the relay (client frames still on their way) is offered again so often, so
+ * many times; after that, as long as it may be (input the service holds for a program that reads late,
+ * another view served), once a second.
+ */
 const RELAY_RETRY_MS = 50;
 const RELAY_TRIES = 20;
+const RELAY_SLOW_RETRY_MS = 1000;
 /** How often a socket held for a shell's input looks whether the program took it. */
 const INPUT_HELD_POLL_MS = 10;
 /** After a close handshake is started, a peer that does not answer is cut after this long. */
@@ -658,7 +663,8 @@ export class StompConnection {
   /**
    * Hands the host's own live view of a shell on this instance to the WebSocket relay, once nothing
    * of the client's waits here (the relay must not type a key ahead of one still on its way here).
-   * Tried again a few times while that is not so; the service serves the view meanwhile.
+   * Tried again while that is not so (often at first, then once a second for as long as the view lives);
+   * the service serves the view meanwhile.
    */
   private async serveViaRelay(view: ShellView, attempt = 0): Promise<void> {
     const r = this.opts.relay;
@@ -684,10 +690,14 @@ export class StompConnection {
       return;
     }
     view.served = false;
-    if (attempt < RELAY_TRIES && !this.closed) {
-      const t = setTimeout(() => void this.serveViaRelay(view, attempt + 1), RELAY_RETRY_MS);
-      t.unref();
-    }
+    if (this.closed) return;
+    const soon = attempt < RELAY_TRIES;
+    if (!soon && !this.opts.app.shells.relayable(view.shellId, view.viewerId)) return;
+    const t = setTimeout(
+      () => void this.serveViaRelay(view, attempt + 1),
+      soon ? RELAY_RETRY_MS : RELAY_SLOW_RETRY_MS,
+    );
+    t.unref();
   }
 
   private unserve(view: ShellView): void {

@@ -234,6 +234,11 @@ export class ShellManager {
     return local ? local.serveRelay(viewerId, o) : Promise.resolve(false);
   }
 
+  /** Whether a view of a shell of this instance can be handed to the relay, now or later (ShellSession.relayable). */
+  relayable(shellId: string, viewerId: string): boolean {
+    return this.sessions.get(shellId)?.relayable(viewerId) ?? false;
+  }
+
   unserveRelay(shellId: string, viewerId: string): void {
     this.sessions.get(shellId)?.unserveRelay(viewerId);
   }

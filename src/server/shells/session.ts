@@ -226,12 +226,17 @@ export class ShellSession {
    * per terminal; false when it cannot (the service goes on serving the view).
    */
   async serveRelay(viewerId: string, o: Omit<RelayServe, 'offset'>): Promise<boolean> {
-    const v = this.viewers.get(viewerId);
-    if (!v || v.guest || this.ended || !this.pty.serveRelay || this.relayed) return false;
+    if (!this.relayable(viewerId) || this.relayed || !this.pty.serveRelay) return false;
     this.relayed = viewerId;
     const ok = await this.pty.serveRelay({ ...o, offset: () => this.ring.end });
     if (!ok && this.relayed === viewerId) this.relayed = null;
     return ok;
+  }
+
+  /** Whether the view can be handed to the relay at all, now or later: the host's own view of a live terminal the relay can read. */
+  relayable(viewerId: string): boolean {
+    const v = this.viewers.get(viewerId);
+    return !!v && !v.guest && !this.ended && !!this.pty.serveRelay;
   }
 
   /** The relayed view ended: the relay lets the terminal go. */
