@@ -393,3 +393,48 @@ describe('shells through the WebSocket relay', () => {
     c.close();
   });
 });
+
+describe('a client the relay holds for its input', () => {
+  let t: TestApp;
+  let port: number;
+  let u: TestUser;
+  let applyId: string;
+  beforeAll(async () => {
+    // A short heart-beat: the service takes 1.6 s of silence for a client gone.
+    t = await makeTestApp({ env: { BIANBU_WS_RELAY: 'on', BIANBU_STOMP_HEARTBEAT_MS: '300' } });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (t.app.server.address() as AddressInfo).port;
+    u = await makeUser(t.app);
+    ({ applyId } = await leaseAndApply(t.app, u, 'relay-held'));
+  });
+  afterAll(() => t?.close());
+
+  it('is not taken for gone while a program takes its paste late', async () => {
+    const shellId = await openShell(t.app, u, applyId);
+    const c = await connectStomp(port, { token: u.token, applyId });
+    const before = await wsRelay().then((r) => r.stats());
+    const f = await ShellFollower.subscribe(c, shellId, { offset: 0 });
+    await until(
+      () => wsRelay().then((r) => r.stats()),
+      (s) => s.views > before.views,
+    );
+    let closedAt = 0;
+    void c.closed.then(() => {
+      closedAt = Date.now();
+    });
+    // More than the relay holds before it stops reading the client (1 MiB), for a program that reads
+    // it four seconds later: the client's pongs wait in its socket meanwhile.
+    const data = crypto.randomBytes(3 * 1024 * 1024);
+    f.input(`stty raw -echo; sleep 4; head -c ${data.length} | sha256sum; stty sane # held\n`);
+    await f.until((s) => s.includes('# held'));
+    await sleep(200);
+    for (let at = 0; at < data.length; at += 65_536)
+      c.sendFrame('SEND', { destination: Destinations.shellInput(shellId) }, data.subarray(at, at + 65_536));
+    await f.until((s) => /[0-9a-f]{64}  -/.test(s), 30_000);
+    expect(f.text.match(/([0-9a-f]{64})  -/)?.[1]).toBe(
+      crypto.createHash('sha256').update(data).digest('hex'),
+    );
+    expect(closedAt).toBe(0);
+    c.close();
+  }, 60_000);
+});

@@ -90,6 +90,10 @@
    service's SHELL_INPUT_HELD.high): below it the client's other frames (heart-beats, pongs,
    acknowledgements) still flow while a program reads late. */
 #define INPUT_HOLD (1024 * 1024)
+/* While a client is not read for that, its heart-beats wait in its socket: the relay sends the
+   service one of its own so often, so that the service does not take the silence for a client gone
+   (as the service's own path excuses it while it holds input). */
+#define HELD_BEAT_US 500000
 
 struct buf {
   char *p;
@@ -164,6 +168,7 @@ struct conn {
   uint64_t c_copy, s_copy; /* bytes of the current frame still to copy as they are */
   uint64_t s_read, s_written; /* bytes read from the service's connection and written to it */
   uint64_t seq;
+  int64_t beat_due; /* held: when the service gets the next heart-beat in the client's place (0: not held) */
   struct view *views;
   struct conn *next;
   struct tag ctag, stag;
@@ -640,6 +645,15 @@ static int take_client(struct conn *c) {
   return 1;
 }
 
+/* A STOMP heart-beat (one EOL) to the service in a held client's place, between the client's frames. */
+static void beat(struct conn *c, int64_t now) {
+  static const unsigned char frame[] = {0x81, 0x81, 0, 0, 0, 0, '\n'}; /* text, masked (zero key), "\n" */
+  c->beat_due = now + HELD_BEAT_US;
+  if (c->c_copy) return; /* inside one of the client's frames: the next time */
+  buf_put(&c->to_service, frame, sizeof frame);
+  if (!flush(c->sfd, &c->to_service, &c->s_written)) close_conn(c);
+}
+
 static void update(struct conn *c) {
   if (c->dead) return;
   /* Input held for a terminal: the client waits (past INPUT_HOLD, unless the view's output waits for
@@ -649,6 +663,8 @@ static void update(struct conn *c) {
   for (struct view *v = c->views; v; v = v->next)
     hold |= (v->typed.len >= INPUT_HOLD && !v->paused && v->sent - v->acked < WINDOW) ||
             (v->releasing && v->typed.len);
+  if (!hold) c->beat_due = 0;
+  else if (!c->beat_due) c->beat_due = now_us() + HELD_BEAT_US;
   if (c->cfd >= 0) {
     uint32_t want = 0;
     if (!hold && c->from_client.len < IN_LIMIT && c->to_service.len < IN_LIMIT) want |= EPOLLIN;
@@ -977,6 +993,11 @@ int main(int argc, char **argv) {
           if (at < 0) at = 0;
           if (next < 0 || at < next) next = at;
         }
+    for (struct conn *c = conns; c; c = c->next)
+      if (c->beat_due && !c->dead) {
+        int64_t at = c->beat_due > now ? c->beat_due - now : 0;
+        if (next < 0 || at < next) next = at;
+      }
     int n = epoll_wait(ep, evs, 64, next < 0 ? -1 : (int)((next + 999) / 1000));
     if (n < 0 && errno != EINTR) return 72;
     /* Requests first: a pause or an unserve takes effect before the terminals of this turn are read. */
@@ -1010,6 +1031,11 @@ int main(int argc, char **argv) {
     now = now_us();
     for (struct conn *c = conns; c; c = c->next) {
       if (c->dead) continue;
+      if (c->beat_due && now >= c->beat_due) {
+        beat(c, now);
+        if (c->dead) continue;
+        update(c);
+      }
       int held = 0;
       for (struct view *v = c->views; v; v = v->next)
         if (v->got && now - v->first_us >= FLUSH_US) {
