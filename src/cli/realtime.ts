@@ -167,6 +167,15 @@ export class StompConnection {
     return true;
   }
 
+  /** As send, with a receipt: `confirmed` runs once the service has the frame (never if the socket drops first). */
+  sendConfirmed(destination: string, body: Uint8Array | string, confirmed: () => void): boolean {
+    if (!this.open) return false;
+    const receipt = `c${this.nextId++}`;
+    this.receipts.set(receipt, confirmed);
+    this.raw('SEND', { destination, receipt }, body);
+    return true;
+  }
+
   /** Bytes written to the socket and not yet taken by the kernel (input backpressure). */
   get buffered(): number {
     return this.ws?.bufferedAmount ?? 0;

@@ -147,6 +147,8 @@ export async function remoteExec(ctx: Ctx, lease: LeaseDto, argv: string[], io: 
   return new Promise<ExecResult>((resolve, reject) => {
     let closedReason: string | undefined;
     let finished = false;
+    // Standard input that may not have reached the board whole: the command's status means nothing.
+    let inputLost = false;
     const out = new MarkerStream(nonce, (buf) => {
       const end = a.next;
       io.stdout(buf, () => a.processed(end));
@@ -164,7 +166,15 @@ export async function remoteExec(ctx: Ctx, lease: LeaseDto, argv: string[], io: 
       if (!aDone || !bDone) return;
       finished = true;
       await Promise.all([a.close(), b.close()]);
-      if (out.done && out.status !== null && /^\d+$/.test(out.status))
+      if (inputLost)
+        reject(
+          new CliError(
+            'the connection dropped while standard input was on its way: part of it may not have reached the command, which was interrupted',
+            'cli.stdin_lost',
+            'network',
+          ),
+        );
+      else if (out.done && out.status !== null && /^\d+$/.test(out.status))
         resolve({ exitCode: Number(out.status) });
       else resolve({ exitCode: -1, reason: closedReason ?? 'shell.closed' });
     };
@@ -206,9 +216,18 @@ export async function remoteExec(ctx: Ctx, lease: LeaseDto, argv: string[], io: 
     const notice = (t: string) => process.stderr.write(`bianbu: ${t}\n`);
     a.onNotice = notice;
     b.onNotice = () => {};
+    // Stdin must arrive whole: its chunks are confirmed, and one lost in a drop stops the command.
+    a.confirmInput = true;
+    a.onInputLost = () => {
+      if (inputLost) return;
+      inputLost = true;
+      notice('[standard input may be incomplete: interrupting the command]');
+      a.write('\x03');
+    };
     let carry: Buffer = Buffer.alloc(0);
     const input: RemoteInput = {
       async write(chunk: Buffer) {
+        if (inputLost) return;
         const all = carry.length ? Buffer.concat([carry, chunk]) : chunk;
         const whole = all.length - (all.length % 57);
         carry = all.subarray(whole);
@@ -220,6 +239,7 @@ export async function remoteExec(ctx: Ctx, lease: LeaseDto, argv: string[], io: 
         await a.drained();
       },
       end() {
+        if (inputLost) return;
         const tail = carry.length ? `${carry.toString('base64')}\n` : '';
         carry = Buffer.alloc(0);
         a.write(`${tail}\x04`);

@@ -3,7 +3,9 @@
 // board's program pauses when we fall behind), input in chunks of SHELL_INPUT_CHUNK_BYTES, resize as
 // JSON. Lifecycle: open() → data/closed callbacks → close() (unapply-device-shell). A dropped socket
 // reconnects every second for up to a minute and resubscribes from the next byte it needs, so no
-// output is lost or repeated (the server's ring replays it); input typed meanwhile waits.
+// output is lost or repeated (the server's ring replays it); input typed meanwhile waits. Input sent
+// just before a drop may not have reached the service: with `confirmInput` every chunk asks for a
+// receipt, and a drop with chunks unconfirmed calls onInputLost (exec's stdin must arrive whole).
 import type { LeaseDto } from '#shared/leases.ts';
 import { Destinations, SHELL_FLOW, SHELL_INPUT_CHUNK_BYTES } from '#shared/realtime.ts';
 import { shellCalls } from '#shared/shells.ts';
@@ -35,6 +37,11 @@ export class ShellSession {
   onData: (chunk: Buffer, endOffset: number) => void = () => {};
   onClosed: (reason: string) => void = () => {};
   onNotice: (text: string) => void = () => {};
+  /** Ask a receipt for every input chunk (see onInputLost). */
+  confirmInput = false;
+  /** The socket dropped while input sent on it was not confirmed: some of it may never reach the board. */
+  onInputLost: () => void = () => {};
+  private unconfirmed = 0;
 
   private constructor(
     private readonly ctx: Ctx,
@@ -114,9 +121,19 @@ export class ShellSession {
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
     for (let i = 0; i < buf.length; i += SHELL_INPUT_CHUNK_BYTES) {
       const chunk = buf.subarray(i, i + SHELL_INPUT_CHUNK_BYTES);
-      if (!this.conn.open || !this.subId || !this.conn.send(Destinations.shellInput(this.shellId), chunk))
-        this.pendingInput.push(chunk);
+      if (!this.conn.open || !this.subId || !this.sendInput(chunk)) this.pendingInput.push(chunk);
     }
+  }
+
+  private sendInput(chunk: Uint8Array): boolean {
+    const to = Destinations.shellInput(this.shellId);
+    if (!this.confirmInput) return this.conn.send(to, chunk);
+    const conn = this.conn;
+    const sent = conn.sendConfirmed(to, chunk, () => {
+      if (this.conn === conn) this.unconfirmed--;
+    });
+    if (sent) this.unconfirmed++;
+    return sent;
   }
 
   /** Resolves once the socket has handed queued input to the kernel (for large stdin). */
@@ -133,7 +150,10 @@ export class ShellSession {
     if (this.ended) return;
     if (this.conn.fatal) return this.finish(this.conn.fatal.key);
     this.subId = '';
+    const lost = this.unconfirmed > 0;
+    this.unconfirmed = 0;
     this.onNotice(`[connection lost (${err.key}); reconnecting]`);
+    if (lost) this.onInputLost();
     const until = Date.now() + RECONNECT_FOR_MS;
     while (!this.ended && Date.now() < until) {
       await new Promise((r) => setTimeout(r, 1000));

@@ -13,6 +13,40 @@ import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { type CliEnv, runCli } from './helpers/cli-run.ts';
 import { makeUser } from './helpers/users.ts';
 
+/**
+ * A TCP proxy to the service at `url`. `cut(from, seen)` is asked for every chunk, with the bytes that
+ * side of the connection has sent so far, this chunk included: true drops the chunk and cuts both
+ * sockets, as a network that goes away. With backpressure both ways, so what it counts is what the
+ * other side was given, not what waits in this proxy's own queue.
+ */
+async function cuttingProxy(url: string, cut: (from: 'client' | 'service', seen: number) => boolean) {
+  const target = new URL(url);
+  const proxy = net.createServer((client) => {
+    const up = net.connect(Number(target.port), target.hostname);
+    const pipe = (from: 'client' | 'service', src: net.Socket, dst: net.Socket) => {
+      let seen = 0;
+      src.on('data', (d: Buffer) => {
+        seen += d.length;
+        if (cut(from, seen)) {
+          client.destroy();
+          up.destroy();
+          return;
+        }
+        if (!dst.write(d)) {
+          src.pause();
+          dst.once('drain', () => src.resume());
+        }
+      });
+      src.on('error', () => dst.destroy());
+      src.on('close', () => dst.destroy());
+    };
+    pipe('client', client, up);
+    pipe('service', up, client);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  return proxy;
+}
+
 describe('the bianbu cli', () => {
   let t: TestApp;
   let env: CliEnv;
@@ -193,6 +227,31 @@ describe('the bianbu cli', () => {
       expect(r.stdout.split(' ')[0]).toBe(crypto.createHash('sha256').update(data).digest('hex'));
     }, 120_000);
 
+    it('exec stops, and says so, when the network drops standard input on its way', async () => {
+      // The first connection that has sent more than 1.5 MiB is cut: what it sent last never arrives.
+      let cutAfter = 1.5 * 1024 * 1024;
+      const proxy = await cuttingProxy(env.url, (from, seen) => {
+        if (from !== 'client' || seen <= cutAfter) return false;
+        cutAfter = Number.POSITIVE_INFINITY;
+        return true;
+      });
+      try {
+        const port = (proxy.address() as net.AddressInfo).port;
+        const data = crypto.randomBytes(6 * 1024 * 1024);
+        const r = await bianbu(['exec', 'b1', '--', 'sh', '-c', 'sleep 2; sha256sum'], {
+          stdin: data,
+          extraEnv: { BIANBU_URL: `http://127.0.0.1:${port}` },
+          timeoutMs: 90_000,
+        });
+        expect(cutAfter).toBe(Number.POSITIVE_INFINITY);
+        expect(r.stderr).toContain('standard input may be incomplete');
+        expect(r.stderr).toContain('part of it may not have reached the command');
+        expect(r.code).toBe(255); // bianbu failed, not the command (as ssh)
+      } finally {
+        proxy.close();
+      }
+    }, 120_000);
+
     it('exec on four boards at once: a result per board, exit 1 when one fails', async () => {
       const all = await bianbu(['exec', 'b*', '--json', '--', 'sh', '-c', 'echo "$(hostname)"']);
       expect(all.code).toBe(0);
@@ -308,34 +367,13 @@ describe('the bianbu cli', () => {
       // cuts the first connection that has brought more than `cutAfter` bytes (the download).
       let cutAfter = Number.POSITIVE_INFINITY;
       let largest = 0;
-      const target = new URL(env.url);
-      const proxy = net.createServer((client) => {
-        const up = net.connect(Number(target.port), target.hostname);
-        let seen = 0;
-        up.on('data', (d: Buffer) => {
-          seen += d.length;
-          largest = Math.max(largest, seen);
-          if (seen > cutAfter) {
-            cutAfter = Number.POSITIVE_INFINITY;
-            client.destroy();
-            up.destroy();
-            return;
-          }
-          // With backpressure, so what it counts is what the cli was given, not what waits in this
-          // proxy's own queue (dropped when it cuts: under load that was megabytes, and the test
-          // found less kept than it expected).
-          if (!client.write(d)) {
-            up.pause();
-            client.once('drain', () => up.resume());
-          }
-        });
-        client.on('data', (d) => up.write(d));
-        client.on('error', () => up.destroy());
-        up.on('error', () => client.destroy());
-        client.on('close', () => up.destroy());
-        up.on('close', () => client.destroy());
+      const proxy = await cuttingProxy(env.url, (from, seen) => {
+        if (from === 'client') return false;
+        largest = Math.max(largest, seen);
+        if (seen <= cutAfter) return false;
+        cutAfter = Number.POSITIVE_INFINITY;
+        return true;
       });
-      await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
       const port = (proxy.address() as net.AddressInfo).port;
       const viaProxy = { extraEnv: { BIANBU_URL: `http://127.0.0.1:${port}` }, timeoutMs: 120_000 };
       try {
