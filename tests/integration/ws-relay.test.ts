@@ -23,6 +23,38 @@ async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs =
   }
 }
 
+/** The service with the relay on (and `env`), listening on loopback, with a user and an apply of a board. */
+async function relayApp(label: string, env: Record<string, string> = {}) {
+  const t = await makeTestApp({ env: { BIANBU_WS_RELAY: 'on', ...env } });
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (t.app.server.address() as AddressInfo).port;
+  const u = await makeUser(t.app);
+  const { applyId } = await leaseAndApply(t.app, u, label);
+  return { t, port, u, applyId };
+}
+
+/**
+ * Pastes `size` random bytes, in 64 KiB frames, into a program that reads them `delaySec` seconds later
+ * in raw mode; answers the sha256 the board printed and the one of what was sent.
+ */
+async function pasteLate(f: ShellFollower, size: number, delaySec: number, timeoutMs: number) {
+  const data = crypto.randomBytes(size);
+  f.input(`stty raw -echo; sleep ${delaySec}; head -c ${size} | sha256sum; stty sane # late paste\n`);
+  await f.until((s) => s.includes('# late paste'));
+  await sleep(200);
+  for (let at = 0; at < size; at += 65_536)
+    f.c.sendFrame(
+      'SEND',
+      { destination: Destinations.shellInput(f.shellId) },
+      data.subarray(at, at + 65_536),
+    );
+  await f.until((s) => /[0-9a-f]{64}  -/.test(s), timeoutMs);
+  return {
+    got: f.text.match(/([0-9a-f]{64})  -/)?.[1],
+    want: crypto.createHash('sha256').update(data).digest('hex'),
+  };
+}
+
 describe('shells through the WebSocket relay', () => {
   let t: TestApp;
   let port: number;
@@ -43,11 +75,7 @@ describe('shells through the WebSocket relay', () => {
   };
 
   beforeAll(async () => {
-    t = await makeTestApp({ env: { BIANBU_WS_RELAY: 'on' } });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (t.app.server.address() as AddressInfo).port;
-    u = await makeUser(t.app);
-    ({ applyId } = await leaseAndApply(t.app, u, 'relay'));
+    ({ t, port, u, applyId } = await relayApp('relay'));
   });
   afterAll(() => t?.close());
 
@@ -197,18 +225,10 @@ describe('shells through the WebSocket relay', () => {
   });
 
   it('holds the client, and drops none of its input, while a program served by the service reads late', async () => {
-    const { shellId, c, other } = await servedThenService('late');
+    const { c, other } = await servedThenService('late');
     // More than the terminal's bound (8 MiB) that the service may hold for a program.
-    const data = crypto.randomBytes(12 * 1024 * 1024);
-    other.input(`stty raw -echo; sleep 2; head -c ${data.length} | sha256sum; stty sane # late\n`);
-    await other.until((s) => s.includes('# late'));
-    await sleep(200);
-    for (let at = 0; at < data.length; at += 65_536)
-      c.sendFrame('SEND', { destination: Destinations.shellInput(shellId) }, data.subarray(at, at + 65_536));
-    await other.until((s) => /[0-9a-f]{64}  -/.test(s), 60_000);
-    expect(other.text.match(/([0-9a-f]{64})  -/)?.[1]).toBe(
-      crypto.createHash('sha256').update(data).digest('hex'),
-    );
+    const { got, want } = await pasteLate(other, 12 * 1024 * 1024, 2, 60_000);
+    expect(got).toBe(want);
     c.close();
   }, 90_000);
 
@@ -401,11 +421,7 @@ describe('a client the relay holds for its input', () => {
   let applyId: string;
   beforeAll(async () => {
     // A short heart-beat: the service takes 1.6 s of silence for a client gone.
-    t = await makeTestApp({ env: { BIANBU_WS_RELAY: 'on', BIANBU_STOMP_HEARTBEAT_MS: '300' } });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (t.app.server.address() as AddressInfo).port;
-    u = await makeUser(t.app);
-    ({ applyId } = await leaseAndApply(t.app, u, 'relay-held'));
+    ({ t, port, u, applyId } = await relayApp('relay-held', { BIANBU_STOMP_HEARTBEAT_MS: '300' }));
   });
   afterAll(() => t?.close());
 
@@ -424,16 +440,8 @@ describe('a client the relay holds for its input', () => {
     });
     // More than the relay holds before it stops reading the client (1 MiB), for a program that reads
     // it four seconds later: the client's pongs wait in its socket meanwhile.
-    const data = crypto.randomBytes(3 * 1024 * 1024);
-    f.input(`stty raw -echo; sleep 4; head -c ${data.length} | sha256sum; stty sane # held\n`);
-    await f.until((s) => s.includes('# held'));
-    await sleep(200);
-    for (let at = 0; at < data.length; at += 65_536)
-      c.sendFrame('SEND', { destination: Destinations.shellInput(shellId) }, data.subarray(at, at + 65_536));
-    await f.until((s) => /[0-9a-f]{64}  -/.test(s), 30_000);
-    expect(f.text.match(/([0-9a-f]{64})  -/)?.[1]).toBe(
-      crypto.createHash('sha256').update(data).digest('hex'),
-    );
+    const { got, want } = await pasteLate(f, 3 * 1024 * 1024, 4, 30_000);
+    expect(got).toBe(want);
     expect(closedAt).toBe(0);
     c.close();
   }, 60_000);
