@@ -13,7 +13,7 @@
  * A shell view the service names with "serve" is served here: a client frame that is exactly one STOMP
  * SEND to the view's input destination is written to the view's terminal and not passed on; the
  * terminal is read here and its output written to the client as MESSAGE frames with the view's head
- * (the service's own headers), and the same bytes after them to the service on descriptor 4 (an echo's within 1 ms, RING_DEFER_US; frames
+ * (the service's own headers), and the same bytes right after to the service on descriptor 4 (frames
  * of protocol.ts FromCtl, as ctl.c sends), for its ring and its other viewers. Acknowledgements of a
  * served view are noted here (its window) and passed on.
  *
@@ -90,17 +90,6 @@
    service's SHELL_INPUT_HELD.high): below it the client's other frames (heart-beats, pongs,
    acknowledgements) still flow while a program reads late. */
 #define INPUT_HOLD (1024 * 1024)
-/*
- * The service's copy of a short output (a keystroke's echo) waits up to RING_DEFER_US: the service
- * then wakes after the client has taken the echo, not at the moment the client is woken (on two cores
- * its wake-up can take the CPU the client is placed on). The copy is written before anything else
- * reaches the service — a client frame forwarded (a subscription, an acknowledgement), an answer to a
- * request, a mark —, so the service never sees a client's frame before output that client could have
- * seen. Longer output, or more than RING_HOLD_MAX held, goes at once.
- */
-#define RING_DEFER_US 1000
-#define RING_DEFER_MAX 1024
-#define RING_HOLD_MAX (16 * 1024)
 /* While a client is not read for that, its heart-beats wait in its socket: the relay sends the
    service one of its own so often, so that the service does not take the silence for a client gone
    (as the service's own path excuses it while it holds input). */
@@ -198,26 +187,13 @@ static size_t reqlen;
 
 
 /* One frame, in one write: a keystroke's echo costs the relay one system call here, not two. */
-static struct buf to_ring; /* frames for the service's ring not written yet */
-static int64_t ring_due;     /* when they must be (0: none held) */
-
-static void ring_flush(void) {
-  if (to_ring.len) write_all(to_ring.p + to_ring.off, to_ring.len);
-  buf_take(&to_ring, to_ring.len);
-  ring_due = 0;
-}
-
-static int64_t now_us(void);
-
 static void send_mark(int type, uint32_t id, const char *data, size_t n) {
-  char f[HEADER];
+  static char f[HEADER + GATHER];
   f[0] = (char)type;
   put32(f + 1, id);
   put32(f + 5, (uint32_t)n);
-  buf_put(&to_ring, f, HEADER);
-  if (n) buf_put(&to_ring, data, n);
-  if (type != CTL_DATA || n > RING_DEFER_MAX || to_ring.len >= RING_HOLD_MAX) ring_flush();
-  else if (!ring_due) ring_due = now_us() + RING_DEFER_US;
+  if (n) memcpy(f + HEADER, data, n);
+  write_all(f, HEADER + n);
 }
 
 /* Not in the epoll set: a descriptor nothing is wanted of is taken out, or its hang-up would wake the
@@ -251,6 +227,7 @@ static struct view *find_view(uint32_t id) {
 }
 
 static void flush_view(struct view *v, int64_t now);
+static int64_t now_us(void);
 
 static void drop_view(struct view *v, int mark) {
   struct conn *c = v->conn;
@@ -288,7 +265,6 @@ static void bury(void) {
 }
 
 static int flush(int fd, struct buf *b, uint64_t *count);
-static int to_service(struct conn *c);
 
 /* Our frames go to the client between the service's, never inside one. */
 static void queue_ours(struct conn *c) {
@@ -327,10 +303,9 @@ static void emit(struct view *v, const char *data, size_t n) {
   v->sent += n;
   emitted_frames++;
   queue_ours(c);
-  /* The client first (a keystroke's echo waits for nothing else), then the ring: the bytes are in
-     the service's pipe before anything of the relay's reaches the service (RING_DEFER_US), so a
-     resume from any offset, asked on any connection, finds them. An acknowledgement that reaches the
-     service first is bounded by the ring's end there. */
+  /* The client first (a keystroke's echo waits for nothing else), then the ring, right after: the
+     bytes are in the service's pipe before anything else happens here, so a resume from any offset
+     finds them. An acknowledgement that reaches the service first is bounded by the ring's end there. */
   if (c->cfd >= 0 && !c->dead && c->to_client.len) flush(c->cfd, &c->to_client, NULL);
   send_mark(CTL_DATA, v->id, data, n);
 }
@@ -676,7 +651,7 @@ static void beat(struct conn *c, int64_t now) {
   c->beat_due = now + HELD_BEAT_US;
   if (c->c_copy) return; /* inside one of the client's frames: the next time */
   buf_put(&c->to_service, frame, sizeof frame);
-  if (!to_service(c)) close_conn(c);
+  if (!flush(c->sfd, &c->to_service, &c->s_written)) close_conn(c);
 }
 
 static void update(struct conn *c) {
@@ -719,12 +694,6 @@ static int flush(int fd, struct buf *b, uint64_t *count) {
   return 1;
 }
 
-/* Writes what is held for the service on a connection, after the ring's copies (RING_DEFER_US). */
-static int to_service(struct conn *c) {
-  ring_flush();
-  return flush(c->sfd, &c->to_service, &c->s_written);
-}
-
 /* Reads what one side has (counted in *count); 0 at its end or an error. */
 static int fill(int fd, struct buf *b, uint64_t *count) {
   for (;;) {
@@ -746,13 +715,13 @@ static void on_client(struct conn *c, uint32_t events) {
     if (c->dead) return;
     if (!open) {
       /* The client went: what it sent is passed on, then the service sees the end. */
-      to_service(c);
+      flush(c->sfd, &c->to_service, &c->s_written);
       return close_conn(c);
     }
   }
   if ((events & EPOLLOUT) && !flush(c->cfd, &c->to_client, NULL)) return close_conn(c);
   if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) return close_conn(c);
-  if (c->to_service.len && !to_service(c)) return close_conn(c);
+  if (c->to_service.len && !flush(c->sfd, &c->to_service, &c->s_written)) return close_conn(c);
 }
 
 static void on_service(struct conn *c, uint32_t events) {
@@ -768,7 +737,7 @@ static void on_service(struct conn *c, uint32_t events) {
       return close_conn(c);
     }
   }
-  if ((events & EPOLLOUT) && !to_service(c)) return close_conn(c);
+  if ((events & EPOLLOUT) && !flush(c->sfd, &c->to_service, &c->s_written)) return close_conn(c);
   if (c->cfd >= 0 && c->to_client.len && !flush(c->cfd, &c->to_client, NULL)) return close_conn(c);
 }
 
@@ -862,7 +831,6 @@ static void request(char *line) {
   long x, y;
   unsigned long long off, wr, rd;
   int fd;
-  ring_flush(); /* what a request is about may hang on output the service has not seen yet */
   if (sscanf(line, "serve %ld %ld %d %llu %8199s %519s %519s %llu %llu", &x, &y, &fd, &off, a, b2, c3, &wr, &rd) == 9)
     return serve((int)x, y, fd, off, a, b2, c3, wr, rd);
   if (strcmp(line, "stats") == 0) {
@@ -1025,10 +993,6 @@ int main(int argc, char **argv) {
           if (at < 0) at = 0;
           if (next < 0 || at < next) next = at;
         }
-    if (ring_due) {
-      int64_t at = ring_due > now ? ring_due - now : 0;
-      if (next < 0 || at < next) next = at;
-    }
     for (struct conn *c = conns; c; c = c->next)
       if (c->beat_due && !c->dead) {
         int64_t at = c->beat_due > now ? c->beat_due - now : 0;
@@ -1083,7 +1047,6 @@ int main(int argc, char **argv) {
         if (!c->dead) update(c);
       }
     }
-    if (ring_due && now_us() >= ring_due) ring_flush();
     bury();
     free_dead();
   }
