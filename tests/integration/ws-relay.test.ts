@@ -278,23 +278,32 @@ describe('shells through the WebSocket relay', () => {
       );
   };
 
-  it('types no key ahead of input the service still holds for the terminal', async () => {
+  /**
+   * A served shell running a program that hashes `size` bytes of raw input `delaySec` seconds from now;
+   * its view ended (the terminal given back) and subscribed again as `subId`, not served yet.
+   */
+  const lateReaderResubscribed = async (subId: string, size: number, delaySec: number) => {
     const { shellId, c, f } = await served();
-    const data = crypto.randomBytes(240_000);
+    const data = crypto.randomBytes(size);
     const want = crypto.createHash('sha256').update(data).digest('hex');
-    // A program that takes its input only later: what is sent meanwhile waits, some of it in the service.
-    f.input(`stty raw -echo; sleep 2; head -c ${data.length} | sha256sum; stty sane # waits\n`);
-    await f.until((s) => s.includes('# waits'));
+    f.input(`stty raw -echo; sleep ${delaySec}; head -c ${size} | sha256sum; stty sane # ${subId}\n`);
+    await f.until((s) => s.includes(`# ${subId}`));
     await sleep(300);
-    await unserve(f);
-    // Subscribed again with the first half right behind: the service writes it (the view is not served yet)
-    // and holds what the terminal does not take.
-    const again = new ShellFollower(c, 'again', shellId, f.next, true);
+    const views = await unserve(f);
+    const again = new ShellFollower(c, subId, shellId, f.next, true);
     c.sendFrame('SUBSCRIBE', {
-      id: 'again',
+      id: subId,
       destination: Destinations.shellOutput(shellId),
       offset: String(f.next),
     });
+    return { c, again, data, want, views };
+  };
+
+  it('types no key ahead of input the service still holds for the terminal', async () => {
+    // A program that takes its input only later: what is sent meanwhile waits, some of it in the service.
+    // Subscribed again with the first half right behind: the service writes it (the view is not served yet)
+    // and holds what the terminal does not take.
+    const { c, again, data, want } = await lateReaderResubscribed('again', 240_000, 2);
     typeBytes(again, data.subarray(0, 120_000));
     await sleep(600); // the service asks the relay to serve the view meanwhile (every 50 ms)
     typeBytes(again, data.subarray(120_000));
@@ -304,21 +313,9 @@ describe('shells through the WebSocket relay', () => {
   });
 
   it('hands a view to the relay once the input the service held for it is taken, however late', async () => {
-    const { shellId, c, f } = await served();
-    const data = crypto.randomBytes(200_000);
-    const want = crypto.createHash('sha256').update(data).digest('hex');
-    f.input(`stty raw -echo; sleep 3; head -c ${data.length} | sha256sum; stty sane # slow\n`);
-    await f.until((s) => s.includes('# slow'));
-    await sleep(300);
-    const views = await unserve(f);
     // Subscribed again with the input right behind: the service holds what the terminal does not take
     // for three seconds, long past the first tries to hand the view over (1 s).
-    const again = new ShellFollower(c, 'slow', shellId, f.next, true);
-    c.sendFrame('SUBSCRIBE', {
-      id: 'slow',
-      destination: Destinations.shellOutput(shellId),
-      offset: String(f.next),
-    });
+    const { c, again, data, want, views } = await lateReaderResubscribed('slow', 200_000, 3);
     typeBytes(again, data);
     await again.until((s) => /[0-9a-f]{64}/.test(s), 20_000);
     expect(again.text.match(/[0-9a-f]{64}/)?.[0]).toBe(want);
