@@ -227,6 +227,39 @@ describe('the bianbu cli', () => {
       expect(r.stdout.split(' ')[0]).toBe(crypto.createHash('sha256').update(data).digest('hex'));
     }, 120_000);
 
+    it('exec rides out a network drop once its standard input has arrived', async () => {
+      // A small stdin, taken at once; the connection is cut while the command still runs, at the first
+      // output a second after the start: nothing of the input was on its way, so nothing is lost.
+      const start = Date.now();
+      let cut = false;
+      const proxy = await cuttingProxy(env.url, (from) => {
+        if (cut || from !== 'service' || Date.now() - start < 1000) return false;
+        cut = true;
+        return true;
+      });
+      try {
+        const port = (proxy.address() as net.AddressInfo).port;
+        const r = await bianbu(
+          [
+            'exec',
+            'b1',
+            '--',
+            'sh',
+            '-c',
+            'cat > /tmp/ride; for i in 1 2 3 4 5 6; do sleep 0.5; echo tick; done; echo "got $(wc -c < /tmp/ride)"',
+          ],
+          { stdin: 'twelve bytes', extraEnv: { BIANBU_URL: `http://127.0.0.1:${port}` }, timeoutMs: 60_000 },
+        );
+        expect(cut).toBe(true);
+        expect(r.stderr).toContain('reconnecting');
+        expect(r.stderr).not.toContain('part of it may not have reached the command');
+        expect(r.stdout).toContain('got 12');
+        expect(r.code).toBe(0);
+      } finally {
+        proxy.close();
+      }
+    }, 90_000);
+
     it('exec stops, and says so, when the network drops standard input on its way', async () => {
       // The first connection that has sent more than 1.5 MiB is cut: what it sent last never arrives.
       let cutAfter = 1.5 * 1024 * 1024;

@@ -47,6 +47,29 @@ describe('shells over the realtime channel', () => {
     c.close();
   });
 
+  it('answers the receipt of a lone keystroke, resize and acknowledgement', async () => {
+    // Each frame alone on the socket, nothing queued before it (the path a keystroke takes at once):
+    // `bianbu exec` asks a receipt for every piece of its stdin and counts the unanswered as lost.
+    const shellId = await openShell(t.app, alice, 'a1');
+    const c = await connectStomp(port, { token: alice.token, applyId: 'a1' });
+    const f = await ShellFollower.subscribe(c, shellId, { offset: 0 });
+    await f.until((s) => s.includes('$') || s.includes('#'));
+    const lone = async (headers: Record<string, string>, body: string | undefined, receipt: string) => {
+      c.sendFrame('SEND', { ...headers, receipt }, body);
+      await c.waitFor((x) => x.command === 'RECEIPT' && x.headers['receipt-id'] === receipt, 5000);
+    };
+    await lone({ destination: Destinations.shellInput(shellId) }, 'echo lone-$((6*7))\n', 'typed');
+    await f.until((s) => s.includes('lone-42'));
+    await lone(
+      { destination: Destinations.shellResize(shellId) },
+      JSON.stringify({ cols: 90, rows: 30 }),
+      'sized',
+    );
+    await lone({ destination: Destinations.shellAck(shellId), offset: String(f.next) }, undefined, 'acked');
+    expect(c.frames.filter((x) => x.command === 'ERROR')).toEqual([]);
+    c.close();
+  });
+
   it('takes a keystroke sent right behind its SUBSCRIBE after the subscription, not before it', async () => {
     // Both frames in flight at once: the SEND waits for the SUBSCRIBE before it (which looks the
     // shell up), so it is never refused as a SEND to a shell the connection is not subscribed to.

@@ -288,6 +288,8 @@ export class StompConnection {
     ) {
       try {
         this.send(f0);
+        // As `handle` answers it: a refused SEND has had its ERROR (with the receipt-id) instead.
+        if (this.state === 'connected') this.receipt(f0);
       } catch (err) {
         this.failFromError(err, f0);
       }
