@@ -385,6 +385,64 @@ describe('shells through the WebSocket relay', () => {
     c.close();
   });
 
+  /** A frame behind the input that the service answers with a receipt "behind" (a resize to its size). */
+  const behind = (f: ShellFollower) =>
+    f.c.sendFrame(
+      'SEND',
+      { destination: Destinations.shellResize(f.shellId), receipt: 'behind' },
+      JSON.stringify({ cols: 120, rows: 40 }),
+    );
+
+  it('answers a receipt for input it holds only once the terminal took it', async () => {
+    const { shellId, c, f } = await served();
+    const data = crypto.randomBytes(200_000);
+    await later(f, `sleep 2; timeout 20 head -c ${data.length}`, '/tmp/receipted');
+    // The last piece asks for a receipt (as `bianbu exec` does for every piece of its stdin): the
+    // program reads in about two seconds, and until then the relay holds most of the input.
+    const tail = 16_384;
+    typeBytes(f, data.subarray(0, data.length - tail));
+    const sent = Date.now();
+    c.sendFrame(
+      'SEND',
+      { destination: Destinations.shellInput(shellId), receipt: 'typed' },
+      data.subarray(-tail),
+    );
+    behind(f);
+    await c.waitFor((x) => x.headers['receipt-id'] === 'behind', 5000);
+    expect(c.frames.some((x) => x.headers['receipt-id'] === 'typed')).toBe(false);
+    await c.waitFor((x) => x.headers['receipt-id'] === 'typed', 10_000);
+    expect(Date.now() - sent).toBeGreaterThan(1000);
+    expect(await readBack(shellId, '/tmp/receipted')).toBe(
+      crypto.createHash('sha256').update(data).digest('hex'),
+    );
+    c.close();
+  });
+
+  it('gives no receipt for input that a relay killed while holding it takes with it', async () => {
+    const { c, f } = await served();
+    f.input('stty raw -echo; sleep 60 # holds\n');
+    await f.until((s) => s.includes('# holds'));
+    await sleep(200);
+    c.sendFrame(
+      'SEND',
+      { destination: Destinations.shellInput(f.shellId), receipt: 'held' },
+      crypto.randomBytes(100_000),
+    );
+    behind(f);
+    await c.waitFor((x) => x.headers['receipt-id'] === 'behind', 5000);
+    const old = await wsRelay();
+    process.kill(old.proc.pid, 'SIGKILL');
+    await c.closed;
+    // The input died with the relay: a client that had its receipt would think it typed.
+    expect(c.frames.some((x) => x.headers['receipt-id'] === 'held')).toBe(false);
+    expect(
+      await until(
+        async () => old.alive,
+        (alive) => !alive,
+      ),
+    ).toBe(false);
+  });
+
   it('survives a client that sends garbage, and serves the next one', async () => {
     // A WebSocket upgrade by hand, then bytes that are no frames at all and a frame of absurd length.
     const s = net.connect(port, '127.0.0.1');

@@ -36,7 +36,8 @@
  *   stats                 "ok <connections> <views served> <keystroke frames taken> <MESSAGEs written>"
  * A view whose client goes away is given back with a "released" frame, after "typed" frames with the
  * input the terminal had not taken yet (the service writes it on); one whose terminal ends, with
- * "ended", after its last output.
+ * "ended", after its last output. A receipt asked with input goes to the service (which answers it)
+ * once the terminal took that input: a relay that ends holding input gives no receipt for it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -139,6 +140,17 @@ struct tag {
 };
 
 struct conn;
+/*
+ * A receipt asked with input that the terminal had not all taken: the service gets its frame (and
+ * answers it) once the terminal took that input, so that a receipt means what a client counts on, the
+ * input in the terminal. A relay that ends holding input takes it with it, and gives no receipt for it.
+ */
+struct held_receipt {
+  uint64_t at; /* the view's `taken` once its input is in */
+  size_t len;
+  struct held_receipt *next;
+  char frame[];
+};
 struct view {
   uint32_t id;
   int fd;
@@ -150,6 +162,8 @@ struct view {
   char *input, *ack;    /* destinations, as in frames */
   size_t input_len, ack_len;
   struct buf typed; /* input the terminal has not taken yet */
+  uint64_t taken;   /* bytes of `typed` the terminal took, ever */
+  struct held_receipt *receipts; /* oldest first */
   char *gathered;   /* output read and held (GATHER bytes), `got` of them */
   size_t got, last_bytes;
   int64_t first_us, last_us; /* when the held output began; when the last frame went */
@@ -229,6 +243,14 @@ static struct view *find_view(uint32_t id) {
 static void flush_view(struct view *v, int64_t now);
 static int64_t now_us(void);
 
+static void forget_receipts(struct view *v) {
+  while (v->receipts) {
+    struct held_receipt *r = v->receipts;
+    v->receipts = r->next;
+    free(r);
+  }
+}
+
 static void drop_view(struct view *v, int mark) {
   struct conn *c = v->conn;
   flush_view(v, now_us()); /* what was held goes first: to the ring, and to a client still there */
@@ -239,6 +261,8 @@ static void drop_view(struct view *v, int mark) {
       send_mark(CTL_TYPED, v->id, v->typed.p + v->typed.off + at, n);
     }
   if (mark) send_mark(mark, v->id, NULL, 0);
+  /* Input not taken (the terminal ends, or the service writes it on for a client gone): no receipt. */
+  forget_receipts(v);
   watch(v->fd, &v->tag, &v->events, 0);
   close(v->fd);
   for (struct view **pp = &c->views; *pp; pp = &(*pp)->next)
@@ -360,12 +384,15 @@ static void read_view(struct view *v) {
   }
 }
 
-/* Input for the terminal: written now as far as it takes it, the rest held (past INPUT_HOLD the client is not read). */
-static void type_into(struct view *v, const char *p, size_t n) {
+/*
+ * Input for the terminal: written now as far as it takes it, the rest held (past INPUT_HOLD the client is
+ * not read). 0 when it is dropped: past the bound, or the terminal ending.
+ */
+static int type_into(struct view *v, const char *p, size_t n) {
   if (v->typed.len) {
-    if (v->typed.len + n > INPUT_LIMIT) return; /* as the service: input past the bound is dropped */
+    if (v->typed.len + n > INPUT_LIMIT) return 0; /* as the service: input past the bound is dropped */
     buf_put(&v->typed, p, n);
-    return;
+    return 1;
   }
   while (n) {
     ssize_t w = write(v->fd, p, n);
@@ -373,25 +400,47 @@ static void type_into(struct view *v, const char *p, size_t n) {
       p += w, n -= (size_t)w;
     } else if (w < 0 && errno == EINTR) {
       continue;
+    } else if (w < 0 && errno == EAGAIN) {
+      buf_put(&v->typed, p, n);
+      return 1;
     } else {
-      if (w < 0 && errno == EAGAIN) buf_put(&v->typed, p, n);
-      return; /* EIO: the terminal's end is read as output */
+      return 0; /* EIO: the terminal's end is read as output */
     }
+  }
+  return 1;
+}
+
+/* The receipts whose input the terminal took go to the service, between the client's frames. */
+static void release_receipts(struct view *v) {
+  struct conn *c = v->conn;
+  if (c->c_copy) return; /* inside one of the client's frames: after it (update) */
+  while (v->receipts && v->receipts->at <= v->taken) {
+    struct held_receipt *r = v->receipts;
+    buf_put(&c->to_service, r->frame, r->len);
+    v->receipts = r->next;
+    free(r);
   }
 }
 
 static void drain_typed(struct view *v) {
   while (v->typed.len) {
     ssize_t w = write(v->fd, v->typed.p + v->typed.off, v->typed.len);
-    if (w > 0) buf_take(&v->typed, (size_t)w);
-    else if (w < 0 && errno == EINTR) continue;
-    else if (w < 0 && errno == EAGAIN) return;
-    else {
+    if (w > 0) {
+      buf_take(&v->typed, (size_t)w);
+      v->taken += (uint64_t)w;
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else if (w < 0 && errno == EAGAIN) {
+      break;
+    } else {
+      /* The terminal ends: what it did not take is dropped, with its receipts. */
       buf_take(&v->typed, v->typed.len);
+      forget_receipts(v);
       break;
     }
   }
-  if (v->releasing) drop_view(v, CTL_RELEASED);
+  release_receipts(v);
+  if (v->releasing && !v->typed.len) drop_view(v, CTL_RELEASED);
 }
 
 /* ---- STOMP: a client frame that is one SEND to a served view ---- */
@@ -401,27 +450,39 @@ static const char *skip_eol(const char *p) { return *p == '\r' ? p + 2 : p + 1; 
 
 /*
  * A SEND taken here that asked for a receipt: the service gets the same frame without its body (masked
- * with a zero key, as a client frame must be), so that it answers the receipt as it would have.
+ * with a zero key, as a client frame must be), so that it answers the receipt as it would have — now if
+ * the terminal took the input, else once it has (held_receipt).
  */
-static void forward_receipt(struct conn *c, const char *dest, size_t dl, const char *r, size_t rl) {
+static void forward_receipt(struct view *v, const char *dest, size_t dl, const char *r, size_t rl) {
   if (dl > 1024 || rl > 1024) return;
   char payload[2200];
   int n = snprintf(payload, sizeof payload, "SEND\ndestination:%.*s\nreceipt:%.*s\n\n", (int)dl, dest, (int)rl, r);
   if (n < 0 || (size_t)n + 1 >= sizeof payload) return;
   size_t len = (size_t)n + 1; /* the NUL */
-  unsigned char head[8] = {0x82};
+  unsigned char frame[8 + sizeof payload] = {0x82};
   size_t hl;
   if (len < 126) {
-    head[1] = (unsigned char)(0x80 | len);
+    frame[1] = (unsigned char)(0x80 | len);
     hl = 2;
   } else {
-    head[1] = 0x80 | 126, head[2] = (unsigned char)(len >> 8), head[3] = (unsigned char)len;
+    frame[1] = 0x80 | 126, frame[2] = (unsigned char)(len >> 8), frame[3] = (unsigned char)len;
     hl = 4;
   }
-  static const char zero_key[4] = {0, 0, 0, 0};
-  buf_put(&c->to_service, head, hl);
-  buf_put(&c->to_service, zero_key, 4);
-  buf_put(&c->to_service, payload, len);
+  memset(frame + hl, 0, 4); /* the zero key */
+  memcpy(frame + hl + 4, payload, len);
+  size_t fl = hl + 4 + len;
+  if (!v->typed.len && !v->receipts) {
+    buf_put(&v->conn->to_service, frame, fl);
+    return;
+  }
+  struct held_receipt *h = malloc(sizeof *h + fl), **pp = &v->receipts;
+  if (!h) _exit(70);
+  h->at = v->taken + v->typed.len;
+  h->len = fl;
+  h->next = NULL;
+  memcpy(h->frame, frame, fl);
+  while (*pp) pp = &(*pp)->next;
+  *pp = h;
 }
 
 /*
@@ -482,9 +543,9 @@ static int look(struct conn *c, const char *p, size_t n) {
     if (*q != '\n' && *q != '\r') return 0; /* one frame only */
   for (struct view *v = c->views; v; v = v->next) {
     if (dest_len == v->input_len && memcmp(dest, v->input, dest_len) == 0) {
-      if (nul > body) type_into(v, body, (size_t)(nul - body));
+      int kept = nul > body ? type_into(v, body, (size_t)(nul - body)) : 1;
       typed_frames++;
-      if (receipt) forward_receipt(c, dest, dest_len, receipt, receipt_len); /* the service answers it */
+      if (receipt && kept) forward_receipt(v, dest, dest_len, receipt, receipt_len); /* the service answers it */
       return 1;
     }
     if (dest_len == v->ack_len && memcmp(dest, v->ack, dest_len) == 0 && offset) {
@@ -656,6 +717,8 @@ static void beat(struct conn *c, int64_t now) {
 
 static void update(struct conn *c) {
   if (c->dead) return;
+  for (struct view *v = c->views; v; v = v->next)
+    if (v->receipts) release_receipts(v);
   /* Input held for a terminal: the client waits (past INPUT_HOLD, unless the view's output waits for
      acknowledgements — the relay's window or the service's pause —, which come behind the input; or a
      view being given back). */
@@ -917,7 +980,16 @@ int main(int argc, char **argv) {
     c->cfd = -1, c->sfd = -1, c->key = 1;
     c->next = conns, conns = c;
     struct view *v = calloc(1, sizeof *v);
-    v->fd = open("/dev/null", O_WRONLY);
+    /* Half the rounds a terminal that takes nothing until it is read: input and receipts held. */
+    int tube[2] = {-1, -1};
+    if (r % 2 && pipe2(tube, O_NONBLOCK) == 0) {
+      fcntl(tube[1], F_SETPIPE_SZ, 4096);
+      static const char fill_[4096];
+      if (write(tube[1], fill_, sizeof fill_) < 0) _exit(75); /* full from the start */
+      v->fd = tube[1];
+    } else {
+      v->fd = open("/dev/null", O_WRONLY);
+    }
     v->conn = c;
     v->sent = 1000;
     v->input = strdup("/app/shell/x/input"), v->input_len = 18;
@@ -945,9 +1017,16 @@ int main(int argc, char **argv) {
         buf_put(&c->from_client, wire + at, piece);
         at += piece;
         from_client(c);
+        if (tube[0] >= 0 && !c->dead && c->views && rnd() % 3 == 0) {
+          static char sink[8192];
+          while (read(tube[0], sink, sizeof sink) > 0) {}
+          drain_typed(v);
+        }
+        if (!c->dead) update(c);
         buf_take(&c->to_service, c->to_service.len);
       }
     }
+    if (tube[0] >= 0) close(tube[0]);
     typed += typed_frames;
     typed_frames = 0;
     close_conn(c);
@@ -1025,6 +1104,7 @@ int main(int argc, char **argv) {
         if (evs[i].events & EPOLLOUT) drain_typed(v);
         if (!v->dead && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && view_may_read(v)) read_view(v);
         if (c->to_client.len && !flush(c->cfd, &c->to_client, NULL)) close_conn(c);
+        if (!c->dead && c->to_service.len && !flush(c->sfd, &c->to_service, &c->s_written)) close_conn(c);
         if (!c->dead) update(c);
       }
     }
