@@ -3,6 +3,7 @@
 // the terminal and output written to the client by the relay, every byte in the ring first. The
 // follower checks that offsets stay contiguous, so a byte lost, doubled or out of order fails.
 import crypto from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wsRelay } from '#server/boards/local/pty-host/relay.ts';
@@ -416,10 +417,37 @@ describe('shells through the WebSocket relay', () => {
       crypto.createHash('sha256').update(data).digest('hex'),
     );
     c.close();
+    await t.app.shells.close(applyId, shellId); // an apply holds at most 16 shells
   });
 
+  it('holds a client that asks receipts without end behind held input, in bounded memory', async () => {
+    const { shellId, c, f } = await served();
+    const data = crypto.randomBytes(50_000);
+    await later(f, `sleep 2; timeout 20 head -c ${data.length}`, '/tmp/asking');
+    typeBytes(f, data);
+    const rss = async () => {
+      const status = await readFile(`/proc/${(await wsRelay()).proc.pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) * 1024;
+    };
+    const before = await rss();
+    // 5,000 bodiless SENDs to the input, each asking a receipt with a 1,000-byte id: 5 MB of receipts
+    // the relay would hold until the program reads, were the client read on.
+    const id = (i: number) => `${i}-${'r'.repeat(1000)}`;
+    for (let i = 0; i < 5000; i++)
+      c.sendFrame('SEND', { destination: Destinations.shellInput(shellId), receipt: id(i) });
+    await sleep(1000);
+    expect((await rss()) - before).toBeLessThan(2 * 1024 * 1024);
+    // Once the program takes its input, every receipt is answered, in order, and the input is whole.
+    await c.waitFor((x) => x.headers['receipt-id'] === id(4999), 30_000);
+    expect(await readBack(shellId, '/tmp/asking')).toBe(
+      crypto.createHash('sha256').update(data).digest('hex'),
+    );
+    c.close();
+    await t.app.shells.close(applyId, shellId);
+  }, 60_000);
+
   it('gives no receipt for input that a relay killed while holding it takes with it', async () => {
-    const { c, f } = await served();
+    const { shellId, c, f } = await served();
     f.input('stty raw -echo; sleep 60 # holds\n');
     await f.until((s) => s.includes('# holds'));
     await sleep(200);
@@ -441,6 +469,7 @@ describe('shells through the WebSocket relay', () => {
         (alive) => !alive,
       ),
     ).toBe(false);
+    await t.app.shells.close(applyId, shellId);
   });
 
   it('survives a client that sends garbage, and serves the next one', async () => {

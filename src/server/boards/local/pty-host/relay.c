@@ -95,6 +95,13 @@
    service one of its own so often, so that the service does not take the silence for a client gone
    (as the service's own path excuses it while it holds input). */
 #define HELD_BEAT_US 500000
+/* Receipts held for input the terminal has not taken (their frames' bytes, per view): past this the
+   client is not read until the terminal takes input (as for INPUT_HOLD), so that a client asking
+   receipts without end (a bodiless SEND is input of nothing) does not grow the relay's memory; past
+   the limit (a client the relay may not hold: its output waits for acknowledgements behind), a
+   receipt is dropped, never answered, as input past INPUT_LIMIT is. */
+#define RECEIPTS_HOLD (64 * 1024)
+#define RECEIPTS_LIMIT (1024 * 1024)
 
 struct buf {
   char *p;
@@ -164,6 +171,7 @@ struct view {
   struct buf typed; /* input the terminal has not taken yet */
   uint64_t taken;   /* bytes of `typed` the terminal took, ever */
   struct held_receipt *receipts; /* oldest first */
+  size_t receipt_bytes;          /* their frames' */
   char *gathered;   /* output read and held (GATHER bytes), `got` of them */
   size_t got, last_bytes;
   int64_t first_us, last_us; /* when the held output began; when the last frame went */
@@ -249,6 +257,7 @@ static void forget_receipts(struct view *v) {
     v->receipts = r->next;
     free(r);
   }
+  v->receipt_bytes = 0;
 }
 
 static void drop_view(struct view *v, int mark) {
@@ -418,6 +427,7 @@ static void release_receipts(struct view *v) {
     struct held_receipt *r = v->receipts;
     buf_put(&c->to_service, r->frame, r->len);
     v->receipts = r->next;
+    v->receipt_bytes -= r->len;
     free(r);
   }
 }
@@ -475,12 +485,14 @@ static void forward_receipt(struct view *v, const char *dest, size_t dl, const c
     buf_put(&v->conn->to_service, frame, fl);
     return;
   }
+  if (v->receipt_bytes + fl > RECEIPTS_LIMIT) return;
   struct held_receipt *h = malloc(sizeof *h + fl), **pp = &v->receipts;
   if (!h) _exit(70);
   h->at = v->taken + v->typed.len;
   h->len = fl;
   h->next = NULL;
   memcpy(h->frame, frame, fl);
+  v->receipt_bytes += fl;
   while (*pp) pp = &(*pp)->next;
   *pp = h;
 }
@@ -719,12 +731,13 @@ static void update(struct conn *c) {
   if (c->dead) return;
   for (struct view *v = c->views; v; v = v->next)
     if (v->receipts) release_receipts(v);
-  /* Input held for a terminal: the client waits (past INPUT_HOLD, unless the view's output waits for
-     acknowledgements — the relay's window or the service's pause —, which come behind the input; or a
-     view being given back). */
+  /* Input held for a terminal: the client waits (past INPUT_HOLD or RECEIPTS_HOLD, unless the view's
+     output waits for acknowledgements — the relay's window or the service's pause —, which come behind
+     the input; or a view being given back). */
   int hold = 0;
   for (struct view *v = c->views; v; v = v->next)
-    hold |= (v->typed.len >= INPUT_HOLD && !v->paused && v->sent - v->acked < WINDOW) ||
+    hold |= ((v->typed.len >= INPUT_HOLD || v->receipt_bytes >= RECEIPTS_HOLD) && !v->paused &&
+             v->sent - v->acked < WINDOW) ||
             (v->releasing && v->typed.len);
   if (!hold) c->beat_due = 0;
   else if (!c->beat_due) c->beat_due = now_us() + HELD_BEAT_US;
