@@ -287,9 +287,7 @@ export class StompConnection {
       this.inbound === data.length
     ) {
       try {
-        this.send(f0);
-        // As `handle` answers it: a refused SEND has had its ERROR (with the receipt-id) instead.
-        if (this.state === 'connected') this.receipt(f0);
+        this.sendAndReceipt(f0);
       } catch (err) {
         this.failFromError(err, f0);
       }
@@ -323,8 +321,8 @@ export class StompConnection {
     }
     switch (f.command) {
       case 'SEND':
-        this.send(f);
-        break;
+        this.sendAndReceipt(f);
+        return;
       case 'SUBSCRIBE':
         await this.subscribe(f);
         break;
@@ -427,6 +425,12 @@ export class StompConnection {
       ip: this.opts.ip,
     };
     return app.resolveApply(ctx, { applyId }, early);
+  }
+
+  /** A SEND, then its receipt — unless it was refused: its ERROR carried the receipt-id. */
+  private sendAndReceipt(f: StompFrame): void {
+    this.send(f);
+    if (this.state === 'connected') this.receipt(f);
   }
 
   private send(f: StompFrame): void {

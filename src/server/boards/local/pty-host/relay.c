@@ -170,7 +170,7 @@ struct view {
   size_t input_len, ack_len;
   struct buf typed; /* input the terminal has not taken yet */
   uint64_t taken;   /* bytes of `typed` the terminal took, ever */
-  struct held_receipt *receipts; /* oldest first */
+  struct held_receipt *receipts, **receipts_end; /* oldest first; where the next goes */
   size_t receipt_bytes;          /* their frames' */
   char *gathered;   /* output read and held (GATHER bytes), `got` of them */
   size_t got, last_bytes;
@@ -307,6 +307,31 @@ static void queue_ours(struct conn *c) {
   }
 }
 
+/*
+ * The head of a final binary WebSocket frame of `len` payload bytes into `out` (14 bytes at most): the
+ * relay's own to the client, or, `masked`, to the service as the client's (a zero key: the payload as
+ * it is). Its length.
+ */
+static size_t ws_head(unsigned char *out, uint64_t len, int masked) {
+  size_t hl;
+  out[0] = 0x82;
+  if (len < 126) {
+    out[1] = (unsigned char)len;
+    hl = 2;
+  } else if (len < 0x10000) {
+    out[1] = 126, out[2] = (unsigned char)(len >> 8), out[3] = (unsigned char)len;
+    hl = 4;
+  } else {
+    out[1] = 127;
+    for (int i = 0; i < 8; i++) out[2 + i] = (unsigned char)(len >> (56 - 8 * i));
+    hl = 10;
+  }
+  if (!masked) return hl;
+  out[1] |= 0x80;
+  memset(out + hl, 0, 4);
+  return hl + 4;
+}
+
 /* One MESSAGE of `n` output bytes: the WebSocket head, the view's head, its own headers, the bytes, NUL. */
 static void emit(struct view *v, const char *data, size_t n) {
   struct conn *c = v->conn;
@@ -314,21 +339,8 @@ static void emit(struct view *v, const char *data, size_t n) {
   int tl = snprintf(tail, sizeof tail, "message-id:r%llu\noffset:%llu\ncontent-length:%zu\n\n",
                     (unsigned long long)++c->seq, (unsigned long long)v->sent, n);
   size_t len = v->head.len + (size_t)tl + n + 1;
-  char wh[10];
-  size_t hl;
-  wh[0] = (char)0x82;
-  if (len < 126) {
-    wh[1] = (char)len;
-    hl = 2;
-  } else if (len < 0x10000) {
-    wh[1] = 126, wh[2] = (char)(len >> 8), wh[3] = (char)len;
-    hl = 4;
-  } else {
-    wh[1] = 127;
-    for (int i = 0; i < 8; i++) wh[2 + i] = (char)((uint64_t)len >> (56 - 8 * i));
-    hl = 10;
-  }
-  buf_put(&c->ours, wh, hl);
+  unsigned char wh[14];
+  buf_put(&c->ours, wh, ws_head(wh, len, 0));
   buf_put(&c->ours, v->head.p + v->head.off, v->head.len);
   buf_put(&c->ours, tail, (size_t)tl);
   buf_put(&c->ours, data, n);
@@ -469,32 +481,25 @@ static void forward_receipt(struct view *v, const char *dest, size_t dl, const c
   int n = snprintf(payload, sizeof payload, "SEND\ndestination:%.*s\nreceipt:%.*s\n\n", (int)dl, dest, (int)rl, r);
   if (n < 0 || (size_t)n + 1 >= sizeof payload) return;
   size_t len = (size_t)n + 1; /* the NUL */
-  unsigned char frame[8 + sizeof payload] = {0x82};
-  size_t hl;
-  if (len < 126) {
-    frame[1] = (unsigned char)(0x80 | len);
-    hl = 2;
-  } else {
-    frame[1] = 0x80 | 126, frame[2] = (unsigned char)(len >> 8), frame[3] = (unsigned char)len;
-    hl = 4;
-  }
-  memset(frame + hl, 0, 4); /* the zero key */
-  memcpy(frame + hl + 4, payload, len);
-  size_t fl = hl + 4 + len;
+  unsigned char frame[14 + sizeof payload];
+  size_t hl = ws_head(frame, len, 1);
+  memcpy(frame + hl, payload, len);
+  size_t fl = hl + len;
   if (!v->typed.len && !v->receipts) {
     buf_put(&v->conn->to_service, frame, fl);
     return;
   }
   if (v->receipt_bytes + fl > RECEIPTS_LIMIT) return;
-  struct held_receipt *h = malloc(sizeof *h + fl), **pp = &v->receipts;
+  struct held_receipt *h = malloc(sizeof *h + fl);
   if (!h) _exit(70);
   h->at = v->taken + v->typed.len;
   h->len = fl;
   h->next = NULL;
   memcpy(h->frame, frame, fl);
   v->receipt_bytes += fl;
-  while (*pp) pp = &(*pp)->next;
-  *pp = h;
+  if (!v->receipts) v->receipts_end = &v->receipts;
+  *v->receipts_end = h;
+  v->receipts_end = &h->next;
 }
 
 /*
