@@ -10,6 +10,7 @@ import zlib from 'node:zlib';
 import tar from 'tar-stream';
 import { DriverError } from '../driver.ts';
 import { normaliseBoardPath, resolveInRoot } from '../paths.ts';
+import { lstatIn, openFileIn, readlinkIn, UnsafeEntry } from './tree.ts';
 
 /** What an archive put where, measured while it was written: what verification reads back. */
 export type ManifestEntry =
@@ -132,30 +133,42 @@ export async function verifyTree(
   const fail = (rel: string, why: string) => new DriverError('flash.verify_failed', `${rel}: ${why}`);
   for (const [rel, e] of manifest) {
     aborted(opts.signal);
-    const p = path.join(root, rel);
-    const st = await fs.promises.lstat(p).catch(() => null);
+    // Descriptor walks (tree.ts): a link on the way to an entry is a difference, never followed.
+    let st: fs.Stats | null;
+    try {
+      st = lstatIn(root, rel);
+    } catch (err) {
+      if (err instanceof UnsafeEntry) throw fail(rel, 'a link on the way to it');
+      throw err;
+    }
     if (!st) throw fail(rel, 'missing after writing');
     if (e.type === 'dir') {
       if (!st.isDirectory()) throw fail(rel, 'not a directory');
     } else if (e.type === 'symlink') {
-      if (!st.isSymbolicLink() || (await fs.promises.readlink(p)) !== e.target)
-        throw fail(rel, 'link target differs');
+      if (!st.isSymbolicLink() || readlinkIn(root, rel) !== e.target) throw fail(rel, 'link target differs');
     } else if (e.type === 'link') {
-      const of = await fs.promises.lstat(path.join(root, e.of)).catch(() => null);
+      let of: fs.Stats | null = null;
+      try {
+        of = lstatIn(root, e.of);
+      } catch {}
       if (!of || of.ino !== st.ino) throw fail(rel, 'hard link differs');
     } else {
       if (!st.isFile() || st.size !== e.size) throw fail(rel, `size ${st.size}, expected ${e.size}`);
       const hash = crypto.createHash('sha256');
-      // O_NOFOLLOW: the tree is the service's own until it is swapped in; still never follow a link.
-      const fd = await fs.promises.open(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      let fd: number;
       try {
-        for await (const chunk of fd.createReadStream({ highWaterMark: 1024 * 1024, autoClose: false })) {
-          hash.update(chunk as Buffer);
-          done += (chunk as Buffer).length;
-          onBytes(done, total);
-        }
-      } finally {
-        await fd.close();
+        fd = openFileIn(root, rel);
+      } catch {
+        throw fail(rel, 'cannot be read back');
+      }
+      for await (const chunk of fs.createReadStream('', {
+        fd,
+        highWaterMark: 1024 * 1024,
+        autoClose: true,
+      })) {
+        hash.update(chunk as Buffer);
+        done += (chunk as Buffer).length;
+        onBytes(done, total);
       }
       if (hash.digest('hex') !== e.sha256) throw fail(rel, 'contents differ from the image');
     }
@@ -173,11 +186,6 @@ async function place(
     stream.resume();
     return;
   }
-  const rel = comps.join('/');
-  // An entry replacing a directory replaces what the manifest said was under it.
-  if (manifest.get(rel)?.type === 'dir' && header.type !== 'directory') {
-    for (const k of manifest.keys()) if (k.startsWith(`${rel}/`)) manifest.delete(k);
-  }
   const parent = await resolveInRoot(root, `/${comps.slice(0, -1).join('/')}`, { allowMissing: false }).catch(
     async (err) => {
       if (err instanceof DriverError && err.key === 'path.not_found') {
@@ -189,6 +197,13 @@ async function place(
     },
   );
   const target = path.join(parent.hostPath, comps[comps.length - 1]);
+  // The manifest names where the entry really is (its parents resolved inside the root), so reading
+  // it back never goes through a link of the image.
+  const rel = path.relative(root, target);
+  // An entry replacing a directory replaces what the manifest said was under it.
+  if (manifest.get(rel)?.type === 'dir' && header.type !== 'directory') {
+    for (const k of manifest.keys()) if (k.startsWith(`${rel}/`)) manifest.delete(k);
+  }
   const mode = (header.mode ?? 0o644) & 0o7777;
   switch (header.type) {
     case 'directory': {

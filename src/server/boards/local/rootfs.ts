@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { chmodDirIn, lstatIn, mkdirIn, writeFileIn } from './tree.ts';
 
 /** Board users: root (without capabilities inside the sandbox) and an ordinary `user`. */
 export const BOARD_USERS = [
@@ -49,10 +50,20 @@ export function writeExact(file: string, data: string, mode = 0o644): void {
   fs.chmodSync(file, mode);
 }
 
+/**
+ * The directories the sandbox mounts over (and the sticky scratch ones) exist in `root`, a tree an
+ * image or a board wrote. Done by descriptor walks (tree.ts): a mount point that is a link, or a
+ * link on the way to one (`tmp -> /host/dir`, `var -> /elsewhere`), is refused, never followed.
+ */
 export function ensureMountPoints(root: string): void {
-  for (const d of MOUNT_POINTS) mkdirExact(path.join(root, d));
-  fs.chmodSync(path.join(root, 'tmp'), 0o1777);
-  fs.chmodSync(path.join(root, 'var/tmp'), 0o1777);
+  for (const d of MOUNT_POINTS) mkdirIn(root, d);
+  chmodDirIn(root, 'tmp', 0o1777);
+  chmodDirIn(root, 'var/tmp', 0o1777);
+}
+
+/** Whether the tree holds a regular /etc/passwd, reached through real directories only. */
+export function hasPasswd(root: string): boolean {
+  return lstatIn(root, 'etc/passwd')?.isFile() ?? false;
 }
 
 export interface RootfsInfo {
@@ -236,13 +247,13 @@ function writeShellStartup(etc: string): void {
   }
 }
 
-/** Hostname and hosts follow the board's name (also after a flash or a rename). */
+/** Hostname and hosts follow the board's name (also after a flash or a rename); links in the tree are refused. */
 export function writeIdentity(root: string, info: Pick<RootfsInfo, 'hostname'>): void {
-  const etc = path.join(root, 'etc');
-  mkdirExact(etc);
-  writeExact(path.join(etc, 'hostname'), `${info.hostname}\n`);
-  writeExact(
-    path.join(etc, 'hosts'),
+  mkdirIn(root, 'etc');
+  writeFileIn(root, 'etc/hostname', `${info.hostname}\n`);
+  writeFileIn(
+    root,
+    'etc/hosts',
     `127.0.0.1\tlocalhost\n127.0.1.1\t${info.hostname}\n::1\tlocalhost ip6-localhost\n`,
   );
 }
