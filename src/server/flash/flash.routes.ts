@@ -35,6 +35,11 @@ export const flashFeature: Feature = {
       retireFlashImage: async ({ tag }, { user }) => imageDto(await s.images.retire(tag, user!)),
     });
   },
-  start: (app) => app.flash.start(),
+  start: async (app) => {
+    // Before the first call: uploads a killed service left would hold tags and quota, and their
+    // temporary files disk, for good.
+    await app.flash.images.recoverUploads();
+    await app.flash.start();
+  },
   stop: (app) => app.flash.stop(),
 };

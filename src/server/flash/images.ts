@@ -2,13 +2,18 @@
 // <data>/images/builtin, uploaded ones are streamed to <data>/images/uploads, the lab file may name
 // others by host path. Each row holds the size and sha256 measured when the image was added; a job
 // checks the file against them before writing a byte to a board.
+// An upload claims its tag and reserves its owner's quota in the database (its row, marked in flight)
+// before a byte of it lands, names its temporary file by its own upload id, and becomes an image only
+// whole; a start removes what uploads of a killed service left (recoverUploads).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Multipart } from '@fastify/multipart';
+import { type SQL, sql } from 'drizzle-orm';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthUser } from '#server/auth/user-context.ts';
+import type { Db } from '#server/db/client.ts';
 import { createDefaultRoot, mkdirExact, writeExact } from '#server/boards/local/rootfs.ts';
 import { AppError, badRequest, conflict, forbidden, notFound } from '#server/errors.ts';
 import { ResultCode } from '#shared/codes.ts';
@@ -135,6 +140,61 @@ async function formatOf(file: string): Promise<'tar' | 'tar.gz' | null> {
   }
 }
 
+/** Temporary files of uploads in flight: `.upload-<upload id>` in the uploads directory. */
+const TMP_PREFIX = '.upload-';
+/** Quota is reserved ahead of an upload's bytes in steps of this much. */
+const RESERVE_STEP = 4 * 1024 * 1024;
+/** How often an upload in flight tells the database it lives, and after how long silent it is dead. */
+const UPLOAD_HEARTBEAT_MS = 30_000;
+const UPLOAD_STALE_S = 300;
+
+/** An upload in flight: its claim on the tag (row `upload_id` = id) and what it reserved and wrote. */
+interface UploadClaim {
+  id: string;
+  tag: string;
+  /** null: a public image, outside every quota. */
+  owner: string | null;
+  tmp: string;
+  reserved: number;
+  /** The file put under the tag, by inode, so a failure removes it only while it is still this one. */
+  placed: { file: string; ino: number } | null;
+  heartbeat: NodeJS.Timeout;
+}
+
+interface SweptClaim {
+  tag: string;
+  path: string;
+}
+
+const claimLost = (tag: string) =>
+  conflict(
+    `The upload lost its claim on the tag ${tag} (its service fell silent too long); upload it again`,
+    FlashErrorKey.tagTaken,
+  );
+
+async function rowsOf<T = Record<string, unknown>>(db: Pick<Db, 'execute'>, q: SQL): Promise<T[]> {
+  return ((await db.execute(q)) as unknown as { rows: T[] }).rows;
+}
+
+async function rmIfSame(file: string, ino: number): Promise<void> {
+  const st = await fs.promises.lstat(file).catch(() => null);
+  if (st?.ino === ino) await fs.promises.rm(file, { force: true });
+}
+
+/**
+ * The files of dropped claims: the temporary file, and the file under the tag when the claim died
+ * between putting it in place and completing (the same inode as its temporary file).
+ */
+async function dropClaimFiles(claims: readonly SweptClaim[]): Promise<void> {
+  for (const c of claims) {
+    const st = await fs.promises.lstat(c.path).catch(() => null);
+    if (!st) continue;
+    for (const ext of ['tar', 'tar.gz'])
+      await rmIfSame(path.join(path.dirname(c.path), `${c.tag}.${ext}`), st.ino);
+    await fs.promises.rm(c.path, { force: true });
+  }
+}
+
 export class ImageStore {
   readonly dir: string;
 
@@ -219,7 +279,11 @@ export class ImageStore {
       if (!img.url) continue;
       const file = path.join(dir, `${img.tag}.img`);
       const [row] = await this.db.query<ImageRow>('select * from flash_images where tag = $1', [img.tag]);
-      if (row?.path === file && fs.existsSync(file) && (!img.sha256 || row.sha256 === img.sha256.toLowerCase())) {
+      if (
+        row?.path === file &&
+        fs.existsSync(file) &&
+        (!img.sha256 || row.sha256 === img.sha256.toLowerCase())
+      ) {
         await this.applyLab([{ ...img, url: undefined, path: file, sha256: row.sha256 }]);
         continue;
       }
@@ -312,8 +376,12 @@ export class ImageStore {
     }
   }
 
+  /** An image of the catalogue by tag (an upload still in flight is none yet). */
   async get(tag: string): Promise<ImageRow | null> {
-    const [r] = await this.db.query<ImageRow>('select * from flash_images where tag = $1', [tag]);
+    const [r] = await this.db.query<ImageRow>(
+      'select * from flash_images where tag = $1 and upload_id is null',
+      [tag],
+    );
     return r ?? null;
   }
 
@@ -329,12 +397,13 @@ export class ImageStore {
 
   async list(userId: string): Promise<ImageRow[]> {
     return this.db.query<ImageRow>(
-      `select * from flash_images where retired_at is null and (owner_id is null or owner_id = $1)
+      `select * from flash_images where retired_at is null and upload_id is null and (owner_id is null or owner_id = $1)
         order by owner_id nulls first, source = 'builtin' desc, name, tag`,
       [userId],
     );
   }
 
+  /** The user's private images plus what their uploads in flight have reserved. */
   async usedBy(userId: string): Promise<number> {
     const [r] = await this.db.query<{ used: string | null }>(
       `select coalesce(sum(size), 0) as used from flash_images where owner_id = $1 and retired_at is null`,
@@ -343,10 +412,193 @@ export class ImageStore {
     return Number(r?.used ?? 0);
   }
 
+  private get uploadsDir(): string {
+    return path.join(this.dir, 'uploads');
+  }
+
+  /**
+   * At start: what uploads of a killed service left. No other service uses this data directory, so
+   * every claim whose file is here, and every temporary file here, is dead; claims other services
+   * left silent too long go as well. Their tags and quota are free again, their files gone.
+   */
+  async recoverUploads(): Promise<void> {
+    const dir = this.uploadsDir;
+    const swept = await this.db.query<SweptClaim>(
+      `delete from flash_images
+        where upload_id is not null
+          and (starts_with(path, $1) or upload_seen_at < now() - make_interval(secs => $2))
+        returning tag, path`,
+      [dir + path.sep, UPLOAD_STALE_S],
+    );
+    await dropClaimFiles(swept);
+    let names: string[] = [];
+    try {
+      names = await fs.promises.readdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    let bytes = 0;
+    const left = names.filter((n) => n.startsWith(TMP_PREFIX));
+    for (const n of left) {
+      const file = path.join(dir, n);
+      bytes += (await fs.promises.lstat(file).catch(() => null))?.size ?? 0;
+      await fs.promises.rm(file, { force: true, recursive: true });
+    }
+    if (swept.length || left.length)
+      this.app.log.warn(
+        { claims: swept.map((c) => c.tag), files: left.length, bytes },
+        'image uploads a stopped service left unfinished removed',
+      );
+  }
+
+  /** Claims of uploads whose service fell silent (killed elsewhere): their tags and quota return. */
+  private async sweepSilentClaims(): Promise<void> {
+    const swept = await this.db.query<SweptClaim>(
+      `delete from flash_images where upload_id is not null and upload_seen_at < now() - make_interval(secs => $1)
+        returning tag, path`,
+      [UPLOAD_STALE_S],
+    );
+    if (!swept.length) return;
+    await dropClaimFiles(swept);
+    this.app.log.warn({ claims: swept.map((c) => c.tag) }, 'image uploads whose service fell silent dropped');
+  }
+
+  /**
+   * Takes the tag for an upload about to start, before any file lands: a row of its own that only
+   * this upload (its id) may complete or drop. A tag anyone holds, as an image or an upload in
+   * flight, is refused.
+   */
+  private async claim(meta: UploadImageFields, user: AuthUser): Promise<UploadClaim> {
+    await this.sweepSilentClaims();
+    const id = crypto.randomBytes(16).toString('hex');
+    const tmp = path.join(this.uploadsDir, `${TMP_PREFIX}${id}`);
+    const owner = meta.visibility === 'public' ? null : user.id;
+    const taken = await this.db.query(
+      `insert into flash_images (tag, name, os_version, description, models, format, size, sha256, path, source,
+                                 owner_id, created_at, upload_id, upload_seen_at)
+       values ($1, $2, $3, $4, $5::jsonb, 'tar', 0, '', $6, $7, $8, $9, $10, now())
+       on conflict (tag) do nothing returning tag`,
+      [
+        meta.tag,
+        meta.name,
+        meta.osVersion,
+        meta.description,
+        JSON.stringify(meta.models),
+        tmp,
+        owner === null ? 'admin' : 'user',
+        owner,
+        this.now(),
+        id,
+      ],
+    );
+    if (!taken.length) throw conflict(`An image tagged ${meta.tag} exists`, FlashErrorKey.tagTaken);
+    const claim: UploadClaim = {
+      id,
+      tag: meta.tag,
+      owner,
+      tmp,
+      reserved: owner === null ? Number.POSITIVE_INFINITY : 0,
+      placed: null,
+      heartbeat: setInterval(() => {
+        this.db
+          .query('update flash_images set upload_seen_at = now() where tag = $1 and upload_id = $2', [
+            claim.tag,
+            claim.id,
+          ])
+          .catch((err) => this.app.log.warn({ err, tag: claim.tag }, 'image upload heartbeat failed'));
+      }, UPLOAD_HEARTBEAT_MS),
+    };
+    claim.heartbeat.unref();
+    return claim;
+  }
+
+  /**
+   * Reserves quota for at least `need` bytes of the upload (a step more when it fits, so a large
+   * upload takes one transaction per step, not per chunk). The owner's row lock makes reservations
+   * of one user take turns, each seeing every image and reservation committed before it.
+   */
+  private async reserve(claim: UploadClaim, need: number): Promise<void> {
+    const owner = claim.owner!;
+    const want = Math.max(need, claim.reserved + RESERVE_STEP);
+    const granted = await this.db.db.transaction(async (tx) => {
+      await tx.execute(sql`select id from users where id = ${owner} for no key update`);
+      const [r] = await rowsOf<{ used: string }>(
+        tx,
+        sql`select coalesce(sum(size), 0) as used from flash_images
+             where owner_id = ${owner} and retired_at is null and tag <> ${claim.tag}`,
+      );
+      const free = this.quotaBytes - Number(r?.used ?? 0);
+      if (free < need) return null;
+      const grant = Math.min(want, free);
+      const held = await rowsOf(
+        tx,
+        sql`update flash_images set size = ${grant}, upload_seen_at = now()
+             where tag = ${claim.tag} and upload_id = ${claim.id} returning tag`,
+      );
+      if (!held.length) throw claimLost(claim.tag);
+      return grant;
+    });
+    if (granted === null)
+      throw new AppError(
+        413,
+        ResultCode.BadRequest,
+        FlashErrorKey.quotaExceeded,
+        'The image does not fit in your private-image quota',
+        undefined,
+        undefined,
+        { limitBytes: this.quotaBytes },
+      );
+    claim.reserved = granted;
+  }
+
+  /**
+   * The upload becomes the image: its file is put in place under the tag (never over another's
+   * file), then the claim turns into the image row, measured, its reservation shrunk to its size.
+   */
+  private async complete(
+    claim: UploadClaim,
+    measured: { format: 'tar' | 'tar.gz'; size: number; sha256: string },
+  ): Promise<ImageRow> {
+    const file = path.join(this.uploadsDir, `${claim.tag}.${measured.format}`);
+    const { ino } = await fs.promises.stat(claim.tmp);
+    try {
+      await fs.promises.link(claim.tmp, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A file under the tag that no image names: a crashed upload's (or a deleted user's) leftover.
+      const [named] = await this.db.query(
+        'select 1 from flash_images where path = $1 and upload_id is null',
+        [file],
+      );
+      if (named) throw conflict(`An image's file is named ${path.basename(file)}`, FlashErrorKey.tagTaken);
+      await fs.promises.rename(claim.tmp, file);
+    }
+    claim.placed = { file, ino };
+    const [row] = await this.db.query<ImageRow>(
+      `update flash_images set format = $3, size = $4, sha256 = $5, path = $6, created_at = $7,
+              upload_id = null, upload_seen_at = null
+        where tag = $1 and upload_id = $2 returning *`,
+      [claim.tag, claim.id, measured.format, measured.size, measured.sha256, file, this.now()],
+    );
+    if (!row) throw claimLost(claim.tag);
+    clearInterval(claim.heartbeat);
+    await fs.promises.rm(claim.tmp, { force: true });
+    return row;
+  }
+
+  /** An upload that failed: its files go, then its claim (tag and reservation). */
+  private async abandon(claim: UploadClaim): Promise<void> {
+    clearInterval(claim.heartbeat);
+    if (claim.placed) await rmIfSame(claim.placed.file, claim.placed.ino);
+    await fs.promises.rm(claim.tmp, { force: true });
+    await this.db.query('delete from flash_images where tag = $1 and upload_id = $2', [claim.tag, claim.id]);
+  }
+
   /**
    * A multipart upload: the fields (UploadImageFields), then one file, streamed to a temporary file
    * while it is measured; it becomes an image only whole, with the sha256 the form named (when it
-   * named one), a tar or tar.gz, within the owner's quota.
+   * named one), a tar or tar.gz, within the owner's quota. The tag is claimed before the file is
+   * written and quota reserved before each step of it, so parallel uploads cannot beat either.
    */
   async upload(req: FastifyRequest, user: AuthUser): Promise<ImageRow> {
     if (!req.isMultipart())
@@ -354,11 +606,11 @@ export class ImageStore {
         'Expected a multipart form: the image fields, then the file',
         FlashErrorKey.imageInvalid,
       );
-    const upDir = path.join(this.dir, 'uploads');
-    await fs.promises.mkdir(upDir, { recursive: true, mode: 0o700 });
+    await fs.promises.mkdir(this.uploadsDir, { recursive: true, mode: 0o700 });
     const fields: Record<string, string> = {};
     let meta: UploadImageFields | null = null;
-    let tmp: string | null = null;
+    let claim: UploadClaim | null = null;
+    let image: ImageRow | null = null;
     try {
       for await (const part of req.parts() as AsyncIterableIterator<Multipart>) {
         if (part.type === 'field') {
@@ -389,34 +641,25 @@ export class ImageStore {
             FlashErrorKey.imageForbidden,
           );
         }
-        if (await this.get(meta.tag)) {
+        try {
+          claim = await this.claim(meta, user);
+        } catch (err) {
           part.file.resume();
-          throw conflict(`An image tagged ${meta.tag} exists`, FlashErrorKey.tagTaken);
+          throw err;
         }
-        const limit =
-          meta.visibility === 'private'
-            ? this.quotaBytes - (await this.usedBy(user.id))
-            : Number.POSITIVE_INFINITY;
-        tmp = path.join(upDir, `.upload-${crypto.randomBytes(8).toString('hex')}`);
         const hash = crypto.createHash('sha256');
         let size = 0;
-        const out = await fs.promises.open(tmp, 'wx', 0o600);
+        const out = await fs.promises.open(claim.tmp, 'wx', 0o600);
         try {
           for await (const chunk of part.file) {
             size += (chunk as Buffer).length;
-            if (size > limit) {
-              part.file.resume();
-              throw new AppError(
-                413,
-                ResultCode.BadRequest,
-                FlashErrorKey.quotaExceeded,
-                'The image does not fit in your private-image quota',
-                undefined,
-                undefined,
-                {
-                  limitBytes: this.quotaBytes,
-                },
-              );
+            if (size > claim.reserved) {
+              try {
+                await this.reserve(claim, size);
+              } catch (err) {
+                part.file.resume();
+                throw err;
+              }
             }
             hash.update(chunk as Buffer);
             await out.write(chunk as Buffer);
@@ -432,46 +675,19 @@ export class ImageStore {
             FlashErrorKey.uploadCorrupt,
           );
         }
-        const format = size > 0 ? await formatOf(tmp) : null;
+        const format = size > 0 ? await formatOf(claim.tmp) : null;
         if (!format)
           throw badRequest(
             'The file is not a tar or tar.gz archive of a root file system',
             FlashErrorKey.imageInvalid,
           );
-        const file = path.join(upDir, `${meta.tag}.${format === 'tar' ? 'tar' : 'tar.gz'}`);
-        await fs.promises.rename(tmp, file);
-        tmp = null;
-        try {
-          await this.db.query(
-            `insert into flash_images (tag, name, os_version, description, models, format, size, sha256, path, source, owner_id, created_at)
-             values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12)`,
-            [
-              meta.tag,
-              meta.name,
-              meta.osVersion,
-              meta.description,
-              JSON.stringify(meta.models),
-              format,
-              size,
-              sha256,
-              file,
-              meta.visibility === 'public' ? 'admin' : 'user',
-              meta.visibility === 'public' ? null : user.id,
-              this.now(),
-            ],
-          );
-        } catch (err) {
-          await fs.promises.rm(file, { force: true });
-          throw (err as { code?: string }).code === '23505' ||
-            /duplicate key/.test(String((err as Error).message))
-            ? conflict(`An image tagged ${meta.tag} exists`, FlashErrorKey.tagTaken)
-            : err;
-        }
+        image = await this.complete(claim, { format, size, sha256 });
+        claim = null;
       }
-      if (!meta) throw badRequest('The form had no image file', FlashErrorKey.imageInvalid);
-      return (await this.get(meta.tag))!;
+      if (!image) throw badRequest('The form had no image file', FlashErrorKey.imageInvalid);
+      return image;
     } finally {
-      if (tmp) await fs.promises.rm(tmp, { force: true });
+      if (claim) await this.abandon(claim);
     }
   }
 
