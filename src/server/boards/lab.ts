@@ -21,8 +21,10 @@ import { ResultCode } from '#shared/codes.ts';
 import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
 import { defaultLab, readLabFile } from './labfile.ts';
 import { hostSupport } from './local/host-support.ts';
-import { LocalDriver } from './local/local-driver.ts';
+import { DEFAULT_RUN_DIR, LocalDriver } from './local/local-driver.ts';
 import { BOARD_TERMINALS, machineTerminals, terminalBudget } from './local/pty-host/budget.ts';
+import { sweepHost } from './local/recovery.ts';
+import { DEFAULT_SLOT_REGISTRY } from './local/uid-slots.ts';
 import { readMetricsSince } from './metrics-store.ts';
 import { SshDriver } from './ssh/ssh-driver.ts';
 
@@ -138,6 +140,21 @@ export class BoardLab {
       this.app.log.info(
         'local boards: own user namespace and host uid range each; memory, process and CPU limits by cgroups; disk limit by ext4 images',
       );
+    }
+    // What killed instances left on this host (mounts, cgroups, abandoned slots) goes before any
+    // board of ours claims a slot (local/recovery.ts).
+    if (host.userns) {
+      const swept = await sweepHost({
+        runDir: DEFAULT_RUN_DIR,
+        registry: DEFAULT_SLOT_REGISTRY,
+        cgroups: host.cgroups,
+        log: (msg, extra) => this.app.log.warn(extra ?? {}, msg),
+      }).catch((err: Error) => {
+        this.app.log.warn({ err: err.message }, 'could not sweep what killed instances left');
+        return null;
+      });
+      if (swept && (swept.slots.length || swept.cgroups.length))
+        this.app.log.info(swept, 'cleaned what killed instances left: board mounts and cgroups');
     }
     await this.applyLab();
     fs.mkdirSync(this.pluginsDir, { recursive: true });

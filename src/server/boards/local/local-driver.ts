@@ -30,7 +30,7 @@ import { sftpFiles } from '../sftp/sftp-files.ts';
 import { openSftpOverStdio } from '../sftp/stdio-sftp.ts';
 import { TempJournal } from '../sftp/temp-journal.ts';
 import { sleep, withTimeout } from '../util.ts';
-import { BoardCgroups } from './cgroups.ts';
+import { BoardCgroups, cpuBound } from './cgroups.ts';
 import { BoardCodeServer, DEFAULT_CODE_SERVER_DIR, hostCodeServer } from './code-server.ts';
 import {
   boardNode,
@@ -46,7 +46,8 @@ import { localFiles } from './files.ts';
 import { hostSupport } from './host-support.ts';
 import { cpuAndRss, diskUsage, inTurn, namespaceOf, parseNetDev, pidsByNamespace } from './procfs.ts';
 import { BoardPtyHost, ptyHostProgram } from './pty-host/pty-host.ts';
-import { BOARD_USERS, createDefaultRoot, ensureMountPoints, writeIdentity } from './rootfs.ts';
+import { unmountAll } from './recovery.ts';
+import { BOARD_USERS, createDefaultRoot, ensureMountPoints, hasPasswd, writeIdentity } from './rootfs.ts';
 import {
   bootArgv,
   bwrapArgs,
@@ -57,6 +58,7 @@ import {
   privsFor,
 } from './sandbox.ts';
 import { SerialConsole } from './serial.ts';
+import { UnsafeEntry } from './tree.ts';
 import { claimIdentity, DEFAULT_SLOT_REGISTRY, shiftOwnership } from './uid-slots.ts';
 import { unpackInWorker } from './unpack.ts';
 
@@ -93,10 +95,17 @@ export interface LocalBoardInit {
 
 export const DEFAULT_RUN_DIR = '/run/bianbu-boards';
 
-/** The host's plugins directory, read-only at `at` for the sandbox launcher (which cannot reach the data dir). */
+/**
+ * The host's plugins directory, read-only at `at` for the sandbox launcher (which cannot reach the
+ * data dir). Whatever is mounted there first goes — a bind another instance left (its plugins
+ * directory may since have been deleted, and bwrap cannot bind a deleted directory) — and the mount
+ * point is made passable for the board's uid (0755 exactly, whatever the service's umask).
+ */
 async function bindPlugins(pluginsDir: string, at: string): Promise<void> {
-  if (!fs.existsSync(pluginsDir) || isMountPoint(at)) return;
+  await unmountAll(at);
   fs.mkdirSync(at, { recursive: true, mode: 0o755 });
+  fs.chmodSync(at, 0o755);
+  if (!fs.existsSync(pluginsDir)) return;
   const run = (args: string[]) =>
     new Promise<void>((resolve, reject) =>
       execFile('mount', args, { env: { PATH: PATH_ENV } }, (err) => (err ? reject(err) : resolve())),
@@ -286,7 +295,7 @@ export class LocalDriver implements BoardDriver {
       throw new DriverError('driver.sandbox_missing', `Local boards cannot be isolated on this host: ${why}`);
     }
     fs.mkdirSync(this.init.boardDir, { recursive: true, mode: 0o700 });
-    const id = claimIdentity(this.init.boardDir, this.init.uidRegistry ?? DEFAULT_SLOT_REGISTRY);
+    const id = await claimIdentity(this.init.boardDir, this.init.uidRegistry ?? DEFAULT_SLOT_REGISTRY);
     this.base = id.base;
     // The board's directory in the data dir is the service's alone. The launcher (the board's uid)
     // reaches the root at <runDir>/<slot>/root, a directory that uid alone may pass through.
@@ -304,10 +313,12 @@ export class LocalDriver implements BoardDriver {
     this.cgroups = new BoardCgroups(`${this.boardId}-${id.slot}`, host.cgroups, {
       memoryBytes: memoryMb * 1024 * 1024,
       pids: maxProcesses,
-      cpus: this.cores(),
+      cpus: cpuBound(this.cores(), os.availableParallelism()),
     });
     this.cgroups.create();
     for (const f of this.cgroups.failures) this.init.log?.(`board limit not enforced: ${f}`);
+    // Nothing of this board runs yet: whatever is in its groups was left by a killed instance.
+    await this.cgroups.killAll();
     this.diskImage = new BoardDisk({
       boardDir: this.init.boardDir,
       mountAt: this.rootDir,
@@ -569,6 +580,10 @@ export class LocalDriver implements BoardDriver {
     }
     child.kill('SIGKILL');
     await withTimeout(exited, 5000, 'sandbox stop').catch(() => {});
+    // The host's switch: whatever of the board is still in its groups (a fork bomb's children that
+    // raced the namespace's end, processes entering it) is killed there, needing nothing of the board.
+    if (this.init.sandboxed && !(await this.cgroups?.killAll()))
+      this.init.log?.('board processes survived a kill of its cgroups', { boardId: this.boardId });
     // The kernel kills the namespace's members asynchronously; wait until they are gone.
     for (let i = 0; i < 200 && before.some((m) => isAlive(m) && namespaceOf(m) === this.nsKey); i++)
       await sleep(10);
@@ -889,7 +904,22 @@ export class LocalDriver implements BoardDriver {
         onWritten: (n) => onProgress({ phase: 'writing', percent: 100, log: `wrote ${n} entries` }),
         signal: opts.signal,
       });
-      if (!fs.existsSync(path.join(fresh, 'etc/passwd'))) {
+      // The unpacked tree is the image's: it is looked at and completed by descriptor walks that
+      // refuse a link on the way (tree.ts), never by host paths that would follow one.
+      const unsafe = (err: unknown) =>
+        err instanceof UnsafeEntry
+          ? new DriverError(
+              'flash.image_invalid',
+              `The image's ${err.message}: a board root's system directories must be real directories`,
+            )
+          : err;
+      let passwd = false;
+      try {
+        passwd = hasPasswd(fresh);
+      } catch (err) {
+        throw unsafe(err);
+      }
+      if (!passwd) {
         throw new DriverError(
           'flash.image_invalid',
           'Image has no /etc/passwd: not a board root file system',
@@ -900,7 +930,11 @@ export class LocalDriver implements BoardDriver {
         percent: 100,
         log: `verified ${entries} entries against the image`,
       });
-      ensureMountPoints(fresh);
+      try {
+        ensureMountPoints(fresh);
+      } catch (err) {
+        throw unsafe(err);
+      }
       if (this.base !== null) shiftOwnership(fresh, this.base);
       if (opts.signal?.aborted) throw new DriverError('flash.aborted', 'The flash was stopped');
       onProgress({ phase: 'booting', percent: 0, log: 'stopping the board and switching to the new root' });

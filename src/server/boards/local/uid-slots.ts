@@ -8,8 +8,11 @@
 // Why a range and not one uid per board: a single mapped uid makes every other uid inside the board
 // unmapped, so `chown user`, `su user` and apt's privilege drop fail; a range costs nothing (the uids
 // are above anything /etc/subuid hands out by convention) and keeps boards ordinary Linux systems.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
+import { at, openEntry, walkTree } from './tree.ts';
 
 export const UID_BASE = 1_000_000_000;
 export const SLOT_SIZE = 65_536;
@@ -32,44 +35,88 @@ function readText(p: string): string | null {
   }
 }
 
-function claim(registry: string, slot: number, owner: string): boolean {
-  const file = path.join(registry, String(slot));
-  try {
-    fs.writeFileSync(file, `${owner}\n`, { flag: 'wx', mode: 0o600 });
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+/**
+ * Runs `fn` holding the registry's lock: an abstract Unix socket named after the registry, bound by
+ * one process at a time (the kernel refuses a second bind with EADDRINUSE) and released by the
+ * kernel when its holder closes it or dies, so a killed service never leaves the lock held. Every
+ * read-decide-write on the registry happens under it: two instances that start at the same moment
+ * never both take over the same stale slot.
+ */
+export async function withRegistryLock<T>(registry: string, fn: () => T | Promise<T>): Promise<T> {
+  const key = crypto.createHash('sha256').update(fs.realpathSync(registry)).digest('hex').slice(0, 24);
+  const name = `\0bianbu-uid-slots-${key}`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  let server: net.Server;
+  for (;;) {
+    server = net.createServer();
+    const s = server;
+    const bound = await new Promise<boolean>((resolve, reject) => {
+      s.once('error', (err: NodeJS.ErrnoException) =>
+        err.code === 'EADDRINUSE' ? resolve(false) : reject(err),
+      );
+      s.listen({ path: name }, () => resolve(true));
+    });
+    if (bound) break;
+    if (Date.now() > deadline) throw new Error('The uid slot registry stayed locked by another service');
+    await new Promise((r) => setTimeout(r, 2 + Math.random() * 8));
   }
-  const holder = readText(file);
-  if (holder === owner) return true;
-  if (holder && fs.existsSync(holder)) return false;
-  // Stale: its board directory is gone. Remove and claim with O_EXCL, so of two takers one wins.
   try {
-    fs.unlinkSync(file);
-  } catch {}
-  try {
-    fs.writeFileSync(file, `${owner}\n`, { flag: 'wx', mode: 0o600 });
-    return true;
-  } catch {
-    return false;
+    return await fn();
+  } finally {
+    await new Promise((r) => server.close(r));
   }
 }
 
+const LOCK_WAIT_MS = 30_000;
+
+/** The board directory a slot's file names, or null when the slot is free (no file). */
+export function slotHolder(registry: string, slot: number): string | null {
+  return readText(path.join(registry, String(slot)));
+}
+
+/** Whether the slot's holder is gone (its board directory no longer exists). Call under the lock. */
+export function slotStale(registry: string, slot: number): boolean {
+  const holder = slotHolder(registry, slot);
+  return holder !== null && !fs.existsSync(holder);
+}
+
+/** Claims `slot` for `owner` (a board directory). Call under the registry lock. */
+function claim(registry: string, slot: number, owner: string): boolean {
+  const file = path.join(registry, String(slot));
+  const holder = readText(file);
+  if (holder === owner) return true;
+  if (holder && fs.existsSync(holder)) return false;
+  // Free, or stale (its board directory is gone): written whole under a temporary name, then renamed.
+  const tmp = `${file}.claim-${process.pid}`;
+  fs.writeFileSync(tmp, `${owner}\n`, { mode: 0o600 });
+  fs.renameSync(tmp, file);
+  return true;
+}
+
 /** The board's slot: the one it had (recorded in `<boardDir>/uid-slot`) when still its own, else a free one. */
-export function claimIdentity(boardDir: string, registry = DEFAULT_SLOT_REGISTRY): BoardIdentity {
+export async function claimIdentity(
+  boardDir: string,
+  registry = DEFAULT_SLOT_REGISTRY,
+): Promise<BoardIdentity> {
   fs.mkdirSync(registry, { recursive: true, mode: 0o700 });
   const owner = fs.realpathSync(boardDir);
   const recorded = readText(path.join(boardDir, 'uid-slot'));
   const previous = recorded !== null && /^\d+$/.test(recorded) ? Number(recorded) : null;
-  if (previous !== null && previous < MAX_SLOTS && claim(registry, previous, owner)) {
-    return { slot: previous, base: UID_BASE + previous * SLOT_SIZE, previousBase: null };
-  }
-  for (let slot = 0; slot < MAX_SLOTS; slot++) {
-    if (!claim(registry, slot, owner)) continue;
-    fs.writeFileSync(path.join(boardDir, 'uid-slot'), `${slot}\n`, { mode: 0o600 });
-    return { slot, base: UID_BASE + slot * SLOT_SIZE, previousBase: previous === null ? null : UID_BASE + previous * SLOT_SIZE };
-  }
-  throw new Error('No free uid range for another local board');
+  return withRegistryLock(registry, () => {
+    if (previous !== null && previous < MAX_SLOTS && claim(registry, previous, owner)) {
+      return { slot: previous, base: UID_BASE + previous * SLOT_SIZE, previousBase: null };
+    }
+    for (let slot = 0; slot < MAX_SLOTS; slot++) {
+      if (!claim(registry, slot, owner)) continue;
+      fs.writeFileSync(path.join(boardDir, 'uid-slot'), `${slot}\n`, { mode: 0o600 });
+      return {
+        slot,
+        base: UID_BASE + slot * SLOT_SIZE,
+        previousBase: previous === null ? null : UID_BASE + previous * SLOT_SIZE,
+      };
+    }
+    throw new Error('No free uid range for another local board');
+  });
 }
 
 /** Gives the slot back (the board was deleted). */
@@ -81,22 +128,33 @@ export function releaseIdentity(boardDir: string, slot: number, registry = DEFAU
 }
 
 /**
- * Moves the owners of a tree no board can see yet (a fresh root, an unpacked image) into the board's
- * range: uid u becomes base+u; ids outside 0..65535 become the range's `nobody`. Links are not
- * followed (lchown), and the walk never leaves the tree's filesystem.
+ * Moves the owners of a tree no board process runs on (a fresh root, an unpacked image, a board's
+ * root while it is down) into the board's range: uid u becomes base+u; ids outside 0..65535 become
+ * the range's `nobody`. A descriptor walk (tree.ts): links are changed as links, never followed, and
+ * the walk never leaves the tree's file system.
  */
 export function shiftOwnership(dir: string, base: number, from = 0): void {
   const map = (id: number) => {
     const inner = id - from;
     return base + (inner >= 0 && inner < SLOT_SIZE ? inner : 65534);
   };
-  const walk = (p: string, dev: number) => {
-    const st = fs.lstatSync(p);
-    if (st.dev !== dev) return;
-    fs.lchownSync(p, map(st.uid), map(st.gid));
-    // chown clears set-id bits; put them back (the board may own set-id programs of its own).
-    if (!st.isSymbolicLink() && st.mode & 0o6000) fs.chmodSync(p, st.mode & 0o7777);
-    if (st.isDirectory()) for (const name of fs.readdirSync(p)) walk(path.join(p, name), dev);
-  };
-  walk(dir, fs.lstatSync(dir).dev);
+  walkTree(dir, ({ st, fd, parentFd, name }) => {
+    if (fd !== null) {
+      fs.fchownSync(fd, map(st.uid), map(st.gid));
+      // chown clears set-id bits; put them back (the board may own set-id directories of its own).
+      if (st.mode & 0o6000) fs.fchmodSync(fd, st.mode & 0o7777);
+      return;
+    }
+    if (parentFd === null) return;
+    fs.lchownSync(at(parentFd, name), map(st.uid), map(st.gid));
+    if (st.isFile() && st.mode & 0o6000) {
+      const f = openEntry(parentFd, name, st.ino);
+      if (f === null) return;
+      try {
+        fs.fchmodSync(f, st.mode & 0o7777);
+      } finally {
+        fs.closeSync(f);
+      }
+    }
+  });
 }
