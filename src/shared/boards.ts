@@ -54,7 +54,9 @@ export const BoardErrorKey = {
 } as const;
 export type BoardErrorKey = (typeof BoardErrorKey)[keyof typeof BoardErrorKey];
 
-const attrKey = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, 'letters, digits and underscores, starting with a letter');
+const attrKey = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, 'letters, digits and underscores, starting with a letter');
 const attrValue = z.union([z.string().max(200), z.number(), z.boolean()]);
 
 /** Attributes used for filtering; the named ones are conventional, others are allowed. */
@@ -99,7 +101,9 @@ export const sshDriverOptions = z.object({
   privateKeyFile: z.string().max(4096).optional(),
   passphrase: z.string().max(1024).optional(),
   /** Pinned host key, `SHA256:<base64>` as ssh-keygen -lf prints it. A different key is refused. */
-  hostKeyFingerprint: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}=?$/, 'SHA256:<base64> as ssh-keygen -l prints it'),
+  hostKeyFingerprint: z
+    .string()
+    .regex(/^SHA256:[A-Za-z0-9+/]{43}=?$/, 'SHA256:<base64> as ssh-keygen -l prints it'),
   /** Files of the board resolve inside this directory on the board. */
   rootDir: z.string().min(1).max(4096).default('/'),
   /** Per-call timeout. */
@@ -252,7 +256,9 @@ export const boardCalls = [
     name: 'adminBoardsList',
     method: 'GET',
     path: '/api/admin/boards',
-    perms: [perm.view],
+    // Every member may view boards (the mainboard); this list says who holds which board and why a
+    // board changed state (lease ids), so it is for those who administer boards.
+    perms: [perm.change],
     request: z.object({
       state: boardState.optional(),
       includeRetired: z

@@ -1,5 +1,6 @@
 // The lab file (YAML, path from BIANBU_LAB_FILE) and the default local lab of first start.
 import fs from 'node:fs';
+import os from 'node:os';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { type BoardDeclaration, boardDeclaration } from '#shared/boards.ts';
@@ -13,20 +14,25 @@ export const labFileSchema = z
     /** Board images for the flash catalogue, by host path (tar or tar.gz of a root file system). */
     images: z
       .array(
-        z.object({
-          tag: imageTag,
-          name: z.string().min(1).max(100),
-          osVersion: z.string().max(100).optional(),
-          description: z.string().max(2000).optional(),
-          models: z.array(z.string().max(200)).max(50).optional(),
-          /** A host path, or an http(s) URL the service downloads into <data>/images/lab. */
-          path: z.string().min(1).max(4096).optional(),
-          url: z.url({ protocol: /^https?$/ }).max(4096).optional(),
-          sha256: z
-            .string()
-            .regex(/^[a-fA-F0-9]{64}$/, '64 hex digits')
-            .optional(),
-        }).refine((i) => Boolean(i.path) !== Boolean(i.url), { message: 'give either path or url' }),
+        z
+          .object({
+            tag: imageTag,
+            name: z.string().min(1).max(100),
+            osVersion: z.string().max(100).optional(),
+            description: z.string().max(2000).optional(),
+            models: z.array(z.string().max(200)).max(50).optional(),
+            /** A host path, or an http(s) URL the service downloads into <data>/images/lab. */
+            path: z.string().min(1).max(4096).optional(),
+            url: z
+              .url({ protocol: /^https?$/ })
+              .max(4096)
+              .optional(),
+            sha256: z
+              .string()
+              .regex(/^[a-fA-F0-9]{64}$/, '64 hex digits')
+              .optional(),
+          })
+          .refine((i) => Boolean(i.path) !== Boolean(i.url), { message: 'give either path or url' }),
       )
       .default([]),
   })
@@ -71,10 +77,23 @@ const DEFAULT_MODELS = [
   { model: 'Sipeed LicheePi 3A', memoryMb: 16384, storageGb: 64 },
 ];
 
-/** Four sandboxed boards on this host, named board-1 .. board-4. */
-export function defaultLab(): BoardDeclaration[] {
-  return DEFAULT_MODELS.map((m, i) =>
-    boardDeclaration.parse({
+/**
+ * Memory the default lab may hand its boards in all: three quarters of the host's, so that boards
+ * at their limits leave the host, the service and its database room (a 2-core, 24 GiB machine gave
+ * its four boards 36 GiB of limits before).
+ */
+export const DEFAULT_LAB_MEMORY_SHARE = 0.75;
+
+/**
+ * Four sandboxed boards on this host, named board-1 .. board-4, sized from the host: each gets its
+ * model's memory or an equal part of the lab's share of the host's, whichever is less, and the
+ * catalogue says what it gets.
+ */
+export function defaultLab(hostMemoryMb = Math.floor(os.totalmem() / 2 ** 20)): BoardDeclaration[] {
+  const share = Math.floor((hostMemoryMb * DEFAULT_LAB_MEMORY_SHARE) / DEFAULT_MODELS.length);
+  return DEFAULT_MODELS.map((model, i) => {
+    const m = { ...model, memoryMb: Math.max(256, Math.min(model.memoryMb, share)) };
+    return boardDeclaration.parse({
       id: `board-${i + 1}`,
       name: `board-${i + 1}`,
       model: m.model,
@@ -89,6 +108,6 @@ export function defaultLab(): BoardDeclaration[] {
       },
       driver: 'local',
       options: { memoryMb: m.memoryMb, diskQuotaMb: 8192 },
-    }),
-  );
+    });
+  });
 }

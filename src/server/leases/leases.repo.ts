@@ -4,9 +4,9 @@
 // come from the caller (the service's clock), never from now() in SQL.
 import crypto from 'node:crypto';
 import { eq, type SQL, sql } from 'drizzle-orm';
+import { type Db, preparedPer } from '#server/db/client.ts';
 import { boards } from '#server/db/schema/boards.ts';
 import { applies, leases } from '#server/db/schema/leases.ts';
-import { type Db, preparedPer } from '#server/db/client.ts';
 import type { BoardChange } from './collaborators.ts';
 import { type AttributeFilters, boardFilterSql } from './filters.ts';
 
@@ -552,9 +552,23 @@ export class LeaseRepo {
   }
 
   /** Board state changes around a power reset: leased → resetting, and back. */
+  /**
+   * A held board starts a power reset: from `leased`, and from `offline` while its lease is live — a
+   * board that stopped answering because its holder overloaded it (a fork bomb) is exactly what a
+   * reset is for, and the reset is the host's act that needs nothing of the board.
+   */
   beginPowerReset(boardId: string, now: Date): Promise<string | null> {
     return this.inTx((tx, changes) =>
-      transitionBoard(tx, changes, boardId, ['leased'], 'resetting', 'power reset', now),
+      transitionBoard(
+        tx,
+        changes,
+        boardId,
+        ['leased', 'offline'],
+        'resetting',
+        'power reset',
+        now,
+        sql`exists (select 1 from leases x where x.board_id = b.id and x.state = 'live')`,
+      ),
     );
   }
 

@@ -64,6 +64,7 @@ export class BoardCgroups {
         if (memsw) w('memory.memsw.limit_in_bytes', memoryBytes);
       } else if (n === 'pids') w('pids.max', pids);
       else {
+        weighBoards(path.dirname(dir), 1);
         w('cpu.cfs_period_us', CPU_PERIOD_US);
         w('cpu.cfs_quota_us', Math.round(cpus * CPU_PERIOD_US));
       }
@@ -73,7 +74,46 @@ export class BoardCgroups {
       w('memory.max', memoryBytes);
       if (fs.existsSync(path.join(dir, 'memory.swap.max'))) w('memory.swap.max', 0);
     } else if (n === 'pids') w('pids.max', pids);
-    else w('cpu.max', `${Math.round(cpus * CPU_PERIOD_US)} ${CPU_PERIOD_US}`);
+    else {
+      weighBoards(path.dirname(dir), 2);
+      w('cpu.max', `${Math.round(cpus * CPU_PERIOD_US)} ${CPU_PERIOD_US}`);
+    }
+  }
+
+  /**
+   * Kills every process in the board's groups — the host's power switch: it needs nothing of the
+   * board (a board whose pid limit a fork bomb holds cannot even start a process to be entered).
+   * cgroup v2 kills the group at once (`cgroup.kill`); on v1 the members are killed until none is
+   * left, since a bomb's children appear while their parents die. Answers whether the groups are empty.
+   */
+  async killAll(exclude: ReadonlySet<number> = new Set()): Promise<boolean> {
+    for (let round = 0; round < 200; round++) {
+      let left = 0;
+      for (const { dir, c } of this.dirs.values()) {
+        if (c.version === 2 && !exclude.size) {
+          try {
+            fs.writeFileSync(path.join(dir, 'cgroup.kill'), '1');
+          } catch {}
+        }
+        let text = '';
+        try {
+          text = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'latin1');
+        } catch {
+          continue;
+        }
+        for (const line of text.split('\n')) {
+          const pid = Number(line);
+          if (!pid || exclude.has(pid)) continue;
+          left++;
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {}
+        }
+      }
+      if (!left) return true;
+      await new Promise((r) => setTimeout(r, round < 20 ? 5 : 25));
+    }
+    return false;
   }
 
   /**
@@ -144,6 +184,32 @@ export class BoardCgroups {
       }
     }
   }
+}
+
+/**
+ * The CPU weight of all boards together against the service's own processes: half of a default
+ * group's. A host whose boards are all busy still runs the service (every user's API calls, shells
+ * and probes) at two thirds of a contended core, and each board's group shares the rest equally.
+ */
+const BOARDS_CPU_SHARES = 512;
+const BOARDS_CPU_WEIGHT = 50;
+
+/** Sets the boards' parent group's CPU weight (see above); best effort. */
+function weighBoards(base: string, version: 1 | 2): void {
+  try {
+    fs.mkdirSync(base, { recursive: true });
+    if (version === 1) fs.writeFileSync(path.join(base, 'cpu.shares'), String(BOARDS_CPU_SHARES));
+    else fs.writeFileSync(path.join(base, 'cpu.weight'), String(BOARDS_CPU_WEIGHT));
+  } catch {}
+}
+
+/**
+ * The CPU a board may use at most: its declared cores, never the whole host — half a core of the
+ * host always stays for the service and the other boards (on one core: half of it).
+ */
+export function cpuBound(declared: number, hostCores: number): number {
+  const ceiling = hostCores > 1 ? hostCores - 0.5 : hostCores / 2;
+  return Math.max(0.1, Math.min(declared, ceiling));
 }
 
 function enableV2(base: string): void {

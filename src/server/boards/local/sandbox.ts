@@ -49,9 +49,9 @@ function usrLinks(root: string): string[] {
       continue;
     }
     if (st.isSymbolicLink()) {
-      if (!fs.lstatSync(`${root}${p}`, { throwIfNoEntry: false })) args.push('--symlink', fs.readlinkSync(p), p);
-    }
-    else if (st.isDirectory()) args.push('--ro-bind', p, p);
+      if (!fs.lstatSync(`${root}${p}`, { throwIfNoEntry: false }))
+        args.push('--symlink', fs.readlinkSync(p), p);
+    } else if (st.isDirectory()) args.push('--ro-bind', p, p);
   }
   return args;
 }
@@ -105,7 +105,12 @@ export function bwrapArgs(b: BwrapInit, userns: boolean): string[] {
 }
 
 /** argv of the boot chain above; `cgPrefix` is the cgroup join prefix (may be empty). */
-export function bootArgv(bwrap: string, base: number, cgPrefix: string[], args: string[]): { file: string; args: string[] } {
+export function bootArgv(
+  bwrap: string,
+  base: number,
+  cgPrefix: string[],
+  args: string[],
+): { file: string; args: string[] } {
   const chain = [
     '/usr/bin/setpriv',
     `--reuid=${base}`,
@@ -155,7 +160,12 @@ export interface BoardUser {
 /** setpriv arguments that make the rest of argv run as `u` inside the board. */
 export function privsFor(u: BoardUser, userns: boolean): string[] {
   if (u.uid === 0 && userns) {
-    return [`--bounding-set=-all,${ROOT_CAPS.map((c) => `+${c}`).join(',')}`, '--inh-caps=-all', '--no-new-privs', '--'];
+    return [
+      `--bounding-set=-all,${ROOT_CAPS.map((c) => `+${c}`).join(',')}`,
+      '--inh-caps=-all',
+      '--no-new-privs',
+      '--',
+    ];
   }
   return [
     ...(u.uid ? [`--reuid=${u.uid}`, `--regid=${u.gid}`, '--init-groups'] : []),
@@ -181,11 +191,26 @@ export function privsFor(u: BoardUser, userns: boolean): string[] {
 export function entryPrefix(join: string, keepFds = 2): string[] {
   const close = `for f in /proc/$$/fd/*; do n=\${f##*/}; if [ "$n" -gt ${keepFds} ]; then exec {n}>&-; fi; done; `;
   // --norc: bash reads ~/.bashrc (the host root's) when its stdin is a socket, as our pipes are.
-  return ['/bin/bash', '--norc', '--noprofile', '-c', `umask 022; ${close}${join}exec "$@"`, 'bianbu-enter'];
+  // From /, with no PWD: the service's working directory would otherwise travel into the board in
+  // the environment of its pid 1 and PTY host (readable there in /proc/<pid>/environ).
+  return [
+    '/bin/bash',
+    '--norc',
+    '--noprofile',
+    '-c',
+    `umask 022; cd / || exit 125; unset PWD OLDPWD; ${close}${join}exec "$@"`,
+    'bianbu-enter',
+  ];
 }
 
 /** argv prefix that runs a program inside the running board `initPid` as `u`, in `cwd`. */
-export function enterArgv(initPid: number, u: BoardUser, cwd: string, cgPrefix: string[], userns: boolean): { file: string; args: string[] } {
+export function enterArgv(
+  initPid: number,
+  u: BoardUser,
+  cwd: string,
+  cgPrefix: string[],
+  userns: boolean,
+): { file: string; args: string[] } {
   const all = [
     ...cgPrefix,
     '/usr/bin/nsenter',
