@@ -23,6 +23,9 @@ const storageFree = [
   'files-board-disk',
   'flash-crash',
   'storage-pglite',
+  // Killed instances on fresh PGlite data directories; hostile images against a driver.
+  'host-recovery',
+  'host-safety-images',
 ];
 if (process.env.DATABASE_URL) {
   steps.push([
