@@ -2,6 +2,7 @@
 // line naming the variable and what is wrong with it.
 import path from 'node:path';
 import { z } from 'zod';
+import { validCodeHostPattern } from './desktop/code-hosts.ts';
 import { invalidProxyEntry, parseTrustedProxies } from './http/trusted-proxies.ts';
 
 const bool = z
@@ -115,13 +116,36 @@ const configSchema = z.object({
       (v) => v === '' || (/^\/usr\//.test(v) && !v.split('/').includes('..')),
       "must be a directory under /usr/ (boards see only the host's /usr), or empty",
     ),
-  /** Public origin of that listener when a reverse proxy serves it (default: the console's host on BIANBU_CODE_PORT). */
+  /**
+   * The code window's host name, never the console's (browsers share cookies across ports):
+   * `*.code.example.com` gives each apply a subdomain of its own (wildcard DNS), `code.example.com`
+   * one name for all. Unset: `*.code.localhost` for a console reached on localhost / 127.0.0.1, and
+   * no code window on any other name. Scheme and port are the console's and BIANBU_CODE_PORT.
+   */
+  BIANBU_CODE_HOST: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .refine(
+        validCodeHostPattern,
+        'must be a lower-case host name such as code.example.com or *.code.example.com',
+      )
+      .optional(),
+  ),
+  /**
+   * Public origin of that listener when a reverse proxy serves it, e.g. https://*.code.example.com
+   * (a subdomain per apply) or https://code.example.com; the same rules as BIANBU_CODE_HOST.
+   */
   BIANBU_CODE_ORIGIN: z.preprocess(
     (v) => (v === '' ? undefined : v),
     z
       .string()
       .url('must be an absolute URL such as https://code.example.com')
       .refine((v) => /^https?:$/.test(new URL(v).protocol), 'must be an http:// or https:// URL')
+      .refine(
+        (v) => validCodeHostPattern(new URL(v).hostname),
+        'must name a host such as https://code.example.com or https://*.code.example.com',
+      )
       .transform((v) => new URL(v).origin)
       .optional(),
   ),

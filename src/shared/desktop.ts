@@ -92,23 +92,30 @@ export const DesktopUnavailable = {
   noCodeServer: 'code.none',
   /** Something answers on the board's code-server port, but this service runs no code proxy (BIANBU_CODE_PORT unset). */
   codeProxyOff: 'code.proxy_off',
+  /** The proxy runs, but has no host name apart from the console's address (BIANBU_CODE_HOST unset). */
+  codeNoOwnHost: 'code.no_own_host',
 } as const;
 
 // ---- The code window: the /code/ reverse proxy on its own origin
 //
 // The board's web app (code-server, or whatever answers on VNC_LIMITS.codeServerPort) runs JavaScript
-// the board controls, so it never runs on the console's origin: the service answers /code/ on a second
-// listener (BIANBU_CODE_PORT; public URL BIANBU_CODE_ORIGIN, else the console's host on that port).
+// the board controls, so it never runs on the console's origin, nor on its host name (browsers share a
+// host's cookies across ports): the service answers /code/ on a second listener (BIANBU_CODE_PORT) and
+// only on the code host names (src/server/desktop/code-hosts.ts): BIANBU_CODE_HOST or
+// BIANBU_CODE_ORIGIN, `*.code.example.com` giving each apply a subdomain of its own; unset, for a
+// console on localhost or 127.0.0.1, `{label}.code.localhost` (label = `a` + 24 hex of SHA-256(applyId)).
+// A console on another name without either gets code.no_own_host instead of a ticket.
 // An iframe cannot send the sign-in token, so the console asks for a ticket:
 //
 //   codeTicket {applyId} → {url, expiresAt}
-//     url = {code origin}/code/{applyId}/?ticket={one-time ticket}   (CODE_LIMITS.ticketTtlMs)
+//     url = {the apply's code origin}/code/{applyId}/?ticket={one-time ticket}   (CODE_LIMITS.ticketTtlMs)
 //
 // The console puts that url in its iframe (or opens it in a new tab). The code listener takes the
 // ticket once — it is bound to the user's sign-in, the apply and the code origin — makes a code session
-// with a random key, sets the HttpOnly cookie CODE_COOKIE for the path /code/{applyId}/{key}/
-// (SameSite=Strict: the console and the code origin are one site, so the iframe's requests carry it),
-// and answers 303 to /code/{applyId}/{key}/ so the ticket leaves the address bar and the history.
+// with a random key, sets the HttpOnly, host-only cookie CODE_COOKIE for the path /code/{applyId}/{key}/
+// (`SameSite=None; Secure; Partitioned` over https and on *.localhost, so the console's iframe on another
+// site carries it; `SameSite=Lax` over plain http elsewhere, where only a same-site console's iframe or a
+// tab does), and answers 303 to /code/{applyId}/{key}/ so the ticket leaves the address bar and the history.
 // Requests under that path need both the key (in the path) and the cookie: a page of another board
 // on the same code origin knows neither. Every request and upgrade re-checks the sign-in and the apply
 // (cached CODE_LIMITS.liveCheckMs at most) and goes to the board's port with the prefix stripped.
@@ -123,6 +130,8 @@ export const DesktopUnavailable = {
 //
 // | status / close | key                   | when                                                        |
 // |----------------|-----------------------|-------------------------------------------------------------|
+// | 421            | code.wrong_host       | a request to the code listener on any other host name (the console's) |
+// | 503 (codeTicket) | code.no_own_host    | no code host apart from the console's address (set BIANBU_CODE_HOST) |
 // | 401 / 4401     | code.ticket_invalid   | a ticket unknown, used, expired, or for another apply/origin |
 // | 401 / 4401     | code.session_missing  | no key, an unknown key, or no matching cookie                |
 // | 401 / 4401     | session.ended (and the sign-in's own keys) | the sign-in was revoked, expired or ended |
@@ -149,6 +158,8 @@ export const CodeReason = {
   redirectRefused: 'code.redirect_refused',
   timeout: 'code.timeout',
   proxyOff: 'code.proxy_off',
+  wrongHost: 'code.wrong_host',
+  noOwnHost: 'code.no_own_host',
 } as const;
 
 export const CODE_LIMITS = {

@@ -2,10 +2,10 @@
 // keyboard, the desktop canvas drawn (pixels checked, not just a canvas), text typed into the xterm on
 // it and read back through a shell on the same board; the showVnc cookie; the code window's fallback
 // while the board runs no code-server, then, with a web app started on the board's code-server port,
-// that app inside the code window's iframe (from the code origin, unable to reach the console's
-// storage) and in a new tab — all on a service whose boards start no code-server. Then, on a service
+// that app inside the code window's iframe (from the apply's own code host, unable to reach the
+// console's storage) and in a new tab — all on a service whose boards start no code-server. Then, on a service
 // with the host's code-server install (scripts/install-code-server.sh), the code window opened by
-// keyboard shows VS Code on the board's files.
+// keyboard shows VS Code on the board's files (in a tab of its own: see the test).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -172,12 +172,13 @@ describe.skipIf(SKIP_E2E)('the board’s desktop and code window', () => {
     await expect
       .poll(() => frame.locator('#code-fixture').textContent(), { timeout: 20_000 })
       .toBe('board app 1000 at /');
-    // The page runs on the code origin (another port), after the ticket left its address.
+    // The page runs on the apply's own code host (never the console's: cookies ignore ports), after
+    // the ticket left its address.
     const inner = page.frames().find((f) => f.url().includes('/code/'));
     expect(inner).toBeTruthy();
     const url = new URL(inner!.url());
     expect(url.origin).not.toBe(new URL(svc.url).origin);
-    expect(url.hostname).toBe('127.0.0.1');
+    expect(url.hostname).toMatch(/^a[0-9a-f]{24}\.code\.localhost$/);
     expect(url.search).toBe('');
     expect(url.pathname).toMatch(/^\/code\/[^/]+\/[A-Za-z0-9_-]+\/$/);
     // The board's script cannot reach the console's window or its stored sign-in.
@@ -209,7 +210,8 @@ function codeServerRssMiB(): number {
   let kib = 0;
   for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     try {
-      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(`${DEFAULT_CODE_SERVER_DIR}/`)) continue;
+      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(`${DEFAULT_CODE_SERVER_DIR}/`))
+        continue;
       kib += Number(/^VmRSS:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1] ?? 0);
     } catch {}
   }
@@ -218,102 +220,101 @@ function codeServerRssMiB(): number {
 
 // Skipped only with the rest of the browser suite (no Chromium, E2E_REQUIRED unset); a host without
 // code-server fails here with the reason (`.ci/run` installs it).
-describe.skipIf(SKIP_E2E)(
-  'VS Code (code-server) in the code window',
-  () => {
-    let svc: Service;
-    let browser: Browser;
-    let ctx: BrowserContext;
-    let page: Page;
-    let console_: ConsolePage;
-    let wb: WorkbenchPage;
+describe.skipIf(SKIP_E2E)('VS Code (code-server) in the code window', () => {
+  let svc: Service;
+  let browser: Browser;
+  let ctx: BrowserContext;
+  let page: Page;
+  let console_: ConsolePage;
+  let wb: WorkbenchPage;
 
-    beforeAll(async () => {
-      if (!hostCodeServer(DEFAULT_CODE_SERVER_DIR))
-        throw new Error(`no code-server in ${DEFAULT_CODE_SERVER_DIR}: run scripts/install-code-server.sh`);
-      fs.mkdirSync(SHOTS, { recursive: true });
-      ({ svc, browser, ctx, page, console_, wb } = await boardWorkbench('vscode', { BIANBU_CODE_PORT: '0' }));
-    }, 120_000);
+  beforeAll(async () => {
+    if (!hostCodeServer(DEFAULT_CODE_SERVER_DIR))
+      throw new Error(`no code-server in ${DEFAULT_CODE_SERVER_DIR}: run scripts/install-code-server.sh`);
+    fs.mkdirSync(SHOTS, { recursive: true });
+    ({ svc, browser, ctx, page, console_, wb } = await boardWorkbench('vscode', { BIANBU_CODE_PORT: '0' }));
+  }, 120_000);
 
-    afterAll(async () => {
-      await ctx?.close();
-      await browser?.close();
-      await svc?.stop();
+  afterAll(async () => {
+    await ctx?.close();
+    await browser?.close();
+    await svc?.stop();
+  });
+
+  it('opens by keyboard on VS Code, whose explorer lists a file made in the board’s shell', async () => {
+    // A file with a name of its own, made by the board's root in the user's home (which VS Code opens).
+    const name = `from-shell-${Date.now().toString(36)}.txt`;
+    await wb.run(
+      0,
+      `echo hi > /home/user/${name} && chown 1000:1000 /home/user/${name} && echo made-$((2+3))`,
+      'made-5',
+    );
+    // What the proxy could not serve (code-server's own 404s for files it does not ship aside).
+    const failed: string[] = [];
+    ctx.on('response', (r) => {
+      if (r.url().includes('/code/') && r.status() >= 500)
+        failed.push(`${r.status()} ${r.headers()['x-code-reason']} ${r.url()}`);
     });
-
-    it('opens by keyboard on VS Code, whose explorer lists a file made in the board’s shell', async () => {
-      // A file with a name of its own, made by the board's root in the user's home (which VS Code opens).
-      const name = `from-shell-${Date.now().toString(36)}.txt`;
+    // VS Code keeps its state in the browser's storage. The code window is on a site of its own, so
+    // inside the console's frame that storage is third-party: browsers that partition it (Chrome,
+    // Firefox) give VS Code its own, but this harness turns partitioning off (Playwright disables
+    // ThirdPartyStoragePartitioning) and so blocks it, as browsers that block third-party site data do.
+    // There VS Code runs in a tab of its own, on its own site — what "Open in a new tab" is for.
+    const openInTab = async () => {
+      const [tab] = await Promise.all([ctx.waitForEvent('page'), page.getByTestId('code-open-tab').click()]);
+      return tab;
+    };
+    const begun = Date.now();
+    await page.keyboard.press('Control+Alt+KeyC');
+    await expect
+      .poll(() => page.getByTestId('code-pane').getAttribute('data-available'), { timeout: 20_000 })
+      .toBe('yes');
+    // Until the board's page has loaded, the pane says VS Code is being opened (and started).
+    expect(await page.getByTestId('code-starting').innerText()).toMatch(/Opening VS Code/);
+    const tab = await openInTab();
+    // The workbench loads (code-server starts on this first use), opens /home/user and lists the file.
+    const row = tab.locator('.explorer-folders-view .monaco-list-row', { hasText: name });
+    try {
+      await row.waitFor({ timeout: 60_000 });
+    } catch (e) {
+      await tab.screenshot({ path: path.join(SHOTS, 'desktop-vscode-failed-en.png') });
       await wb.run(
         0,
-        `echo hi > /home/user/${name} && chown 1000:1000 /home/user/${name} && echo made-$((2+3))`,
-        'made-5',
+        'tail -n 20 /home/user/.local/share/code-server/bianbu.log; echo log-$((1+1))',
+        'log-2',
       );
-      // What the proxy could not serve (code-server's own 404s for files it does not ship aside).
-      const failed: string[] = [];
-      page.on('response', (r) => {
-        if (r.url().includes('/code/') && r.status() >= 500)
-          failed.push(`${r.status()} ${r.headers()['x-code-reason']} ${r.url()}`);
-      });
-      const begun = Date.now();
-      await page.keyboard.press('Control+Alt+KeyC');
-      await expect
-        .poll(() => page.getByTestId('code-pane').getAttribute('data-available'), { timeout: 20_000 })
-        .toBe('yes');
-      const frame = page.frameLocator('[data-testid="code-frame"]');
-      // Until the board's page has loaded, the pane says VS Code is being opened (and started).
-      expect(await page.getByTestId('code-starting').innerText()).toMatch(/Opening VS Code/);
-      // The workbench loads (code-server starts on this first use), opens /home/user and lists the file.
-      const row = frame.locator('.explorer-folders-view .monaco-list-row', { hasText: name });
-      try {
-        await row.waitFor({ timeout: 60_000 });
-        await page.getByTestId('code-starting').waitFor({ state: 'detached', timeout: 10_000 });
-      } catch (e) {
-        await page.screenshot({ path: path.join(SHOTS, 'desktop-vscode-failed-en.png') });
-        await wb.run(
-          0,
-          'tail -n 20 /home/user/.local/share/code-server/bianbu.log; echo log-$((1+1))',
-          'log-2',
-        );
-        throw new Error(`${(e as Error).message}\n${await wb.terminalText(0)}`);
-      }
-      console.log(`code window: VS Code listed the board's file ${Date.now() - begun} ms after Ctrl+Alt+C`);
-      // It is VS Code's workbench, and the explorer's folder is the user's home (named "user").
-      expect(await frame.locator('.monaco-workbench').count()).toBe(1);
-      expect(await frame.locator('.explorer-viewlet .pane-header').first().innerText()).toMatch(/^USER/i);
-      await page.screenshot({ path: path.join(SHOTS, 'desktop-vscode-en.png') });
-      console.log(`code-server in the board, workbench open: ${codeServerRssMiB()} MiB resident`);
+      throw new Error(`${(e as Error).message}\n${await wb.terminalText(0)}`);
+    }
+    console.log(`code window: VS Code listed the board's file ${Date.now() - begun} ms after Ctrl+Alt+C`);
+    // It is VS Code's workbench, on the apply's own code host, and the explorer's folder is the
+    // user's home (named "user").
+    expect(new URL(tab.url()).hostname).toMatch(/^a[0-9a-f]{24}\.code\.localhost$/);
+    expect(await tab.locator('.monaco-workbench').count()).toBe(1);
+    expect(await tab.locator('.explorer-viewlet .pane-header').first().innerText()).toMatch(/^USER/i);
+    await tab.screenshot({ path: path.join(SHOTS, 'desktop-vscode-en.png') });
+    console.log(`code-server in the board, workbench open: ${codeServerRssMiB()} MiB resident`);
+    await tab.close();
 
-      // Closed and opened again by keyboard (from the console: keys typed in the frame are VS Code's):
-      // the running code-server, a fresh session and workbench.
-      // VS Code may still take the focus for its own editor a moment after its workbench shows (as it
-      // does in a tab of its own), even after the shell has run a command: a Ctrl+Alt+C typed then is
-      // VS Code's and leaves the pane open. So the shell is clicked again, a command run in it, and
-      // the chord pressed again, until the pane closes.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await wb.run(0, `echo back-$((3+${attempt}))`, `back-${3 + attempt}`, 7_000);
-          await page.keyboard.press('Control+Alt+KeyC');
-          await page.getByTestId('code-pane').waitFor({ state: 'detached', timeout: 7_000 });
-          break;
-        } catch (e) {
-          // A pane that closed late was closed all the same: pressing again would reopen it.
-          if ((await page.getByTestId('code-pane').count()) === 0) break;
-          if (attempt === 4) throw e;
-        }
-      }
-      const again = Date.now();
-      await page.keyboard.press('Control+Alt+KeyC');
-      await page
-        .frameLocator('[data-testid="code-frame"]')
-        .locator('.explorer-folders-view .monaco-list-row', { hasText: name })
-        .waitFor({ timeout: 60_000 });
-      console.log(`code window: VS Code listed the file again ${Date.now() - again} ms after reopening`);
-      const proxyLog = svc
-        .output()
-        .split('\n')
-        .filter((l) => /code/i.test(l) && /warn|error/i.test(l));
-      expect(failed, proxyLog.slice(-10).join('\n')).toEqual([]);
-    }, 120_000);
-  },
-);
+    // Closed and opened again by keyboard: the running code-server, a fresh session and workbench.
+    await page.bringToFront();
+    await wb.run(0, 'echo back-$((3+1))', 'back-4');
+    await page.keyboard.press('Control+Alt+KeyC');
+    await page.getByTestId('code-pane').waitFor({ state: 'detached' });
+    const again = Date.now();
+    await page.keyboard.press('Control+Alt+KeyC');
+    await expect
+      .poll(() => page.getByTestId('code-pane').getAttribute('data-available'), { timeout: 20_000 })
+      .toBe('yes');
+    const second = await openInTab();
+    await second
+      .locator('.explorer-folders-view .monaco-list-row', { hasText: name })
+      .waitFor({ timeout: 60_000 });
+    console.log(`code window: VS Code listed the file again ${Date.now() - again} ms after reopening`);
+    await second.close();
+    const proxyLog = svc
+      .output()
+      .split('\n')
+      .filter((l) => /code/i.test(l) && /warn|error/i.test(l));
+    expect(failed, proxyLog.slice(-10).join('\n')).toEqual([]);
+  }, 120_000);
+});

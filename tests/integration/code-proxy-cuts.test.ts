@@ -14,6 +14,7 @@ import type { LocalDriver } from '#server/boards/local/local-driver.ts';
 import { VncClose } from '#shared/desktop.ts';
 import { listen } from './files.fixtures.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
+import { loopbackGet, loopbackLookup } from './helpers/loopback-names.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 import { call, endIn, H48 } from './leases.fixtures.ts';
 
@@ -30,7 +31,7 @@ const PERMS = [
 /** GET on the code listener with a cookie: status and body. */
 function get(url: string, cookie: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers: { cookie }, agent: false }, (res) => {
+    const req = http.get(url, { headers: { cookie }, agent: false, lookup: loopbackLookup }, (res) => {
       let body = '';
       res.on('data', (b: Buffer) => (body += b.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -61,7 +62,6 @@ describe('the /code/ proxy cut by a reset, a flash and a member’s removal', ()
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-code-cuts-'));
   let t: TestApp;
   let port: number;
-  let codeOrigin: string;
   let owner: TestUser;
   let member: TestUser;
   let deviceId: string;
@@ -80,17 +80,19 @@ describe('the /code/ proxy cut by a reset, a flash and a member’s removal', ()
     });
     const env = (await r.json()) as { code: number; data: { url: string } };
     expect(env.code).toBe(20000);
-    const x = await fetch(env.data.url, { redirect: 'manual' });
+    const x = await loopbackGet(env.data.url);
     expect(x.status).toBe(303);
-    const cookie = String(x.headers.get('set-cookie')).split(';')[0];
-    return { prefix: String(x.headers.get('location')).replace(/\/$/, ''), cookie };
+    const cookie = String(x.headers['set-cookie']?.[0]).split(';')[0];
+    const origin = new URL(env.data.url).origin;
+    return { origin, prefix: String(x.headers.location).replace(/\/$/, ''), cookie };
   };
 
   /** An open WebSocket to the fixture's echo, and how it ended. */
-  const openSocket = async (s: { prefix: string; cookie: string }) => {
-    const ws = new WebSocket(`${codeOrigin.replace('http', 'ws')}${s.prefix}/ws`, [], {
+  const openSocket = async (s: { origin: string; prefix: string; cookie: string }) => {
+    const ws = new WebSocket(`${s.origin.replace('http', 'ws')}${s.prefix}/ws`, [], {
       headers: { cookie: s.cookie },
-      origin: codeOrigin,
+      origin: s.origin,
+      lookup: loopbackLookup,
     });
     const ended = new Promise<{ code: number; reason: string }>((resolve) =>
       ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
@@ -161,7 +163,6 @@ describe('the /code/ proxy cut by a reset, a flash and a member’s removal', ()
       },
     });
     port = await listen(t.app);
-    codeOrigin = `http://127.0.0.1:${t.app.code!.port}`;
     owner = await makeUser(t.app, { perms: PERMS });
     member = await makeUser(t.app, { perms: PERMS });
     const lease = await post(owner, '/api/device/request-device', {
@@ -199,7 +200,7 @@ describe('the /code/ proxy cut by a reset, a flash and a member’s removal', ()
     expect(await c.ended).toEqual({ code: VncClose.ended, reason: 'board.reset' });
     // The reset killed the board's app with everything else: nothing answers until it runs again.
     await startApp();
-    expect(await firstAnswer(`${codeOrigin}${s.prefix}/`, s.cookie)).toBe('200');
+    expect(await firstAnswer(`${s.origin}${s.prefix}/`, s.cookie)).toBe('200');
     const again = await openSocket(s);
     again.ws.close();
   }, 120_000);
@@ -224,7 +225,7 @@ describe('the /code/ proxy cut by a reset, a flash and a member’s removal', ()
       await new Promise((res) => setTimeout(res, 100));
     }
     await startApp();
-    expect(await firstAnswer(`${codeOrigin}${s.prefix}/`, s.cookie)).toBe('200');
+    expect(await firstAnswer(`${s.origin}${s.prefix}/`, s.cookie)).toBe('200');
   }, 150_000);
 
   it('removing a member ends the member’s code session and refuses it after; the owner’s goes on', async () => {
@@ -237,13 +238,13 @@ describe('the /code/ proxy cut by a reset, a flash and a member’s removal', ()
     const ended = await guest.ended;
     expect(ended.code).toBe(VncClose.ended);
     expect(ended.reason).toMatch(/^share\./);
-    expect(await status(`${codeOrigin}${theirs.prefix}/`, theirs.cookie)).not.toBe(200);
+    expect(await status(`${theirs.origin}${theirs.prefix}/`, theirs.cookie)).not.toBe(200);
     // The owner's socket is still open and still echoes.
     expect(own.ws.readyState).toBe(WebSocket.OPEN);
     const echoed = new Promise<string>((resolve) => own.ws.once('message', (d) => resolve(d.toString())));
     own.ws.send('owner still here');
     expect(await echoed).toBe('owner still here');
-    expect(await status(`${codeOrigin}${mine.prefix}/`, mine.cookie)).toBe(200);
+    expect(await status(`${mine.origin}${mine.prefix}/`, mine.cookie)).toBe(200);
     own.ws.close();
   }, 60_000);
 });

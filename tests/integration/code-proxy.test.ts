@@ -1,6 +1,6 @@
 // The /code/ proxy on the real service to a real HTTP + WebSocket application running inside a local
-// board on the code-server port (helpers/code-board-app.cjs, started as the board's user): tickets and
-// the authorisation matrix, HTTP with bodies both ways over kept-alive relays, a WebSocket echo, the
+// board on the code-server port (helpers/code-board-app.cjs, started as the board's user): a host name
+// of its own per apply (never the console's), tickets and the authorisation matrix, HTTP with bodies both ways over kept-alive relays, a WebSocket echo, the
 // cut when the apply ends, and a hostile board (cookies for /, host-wide headers, redirects elsewhere,
 // an endless or silent answer).
 import crypto from 'node:crypto';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { issueCredential, verifyCredential } from '#server/auth/tokens.ts';
 import type { BoardDriver, PtyHandle } from '#server/boards/driver.ts';
+import { codeLabel } from '#server/desktop/code-hosts.ts';
 import { CodeProxy } from '#server/desktop/code-proxy.ts';
 import { driverLookup } from '#server/shells/shells.routes.ts';
 import { HOUR_MS } from '#shared/constants.ts';
@@ -19,6 +20,7 @@ import { CODE_LIMITS, VncClose } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 import { runInBoard } from './helpers/in-board.ts';
+import { loopbackLookup } from './helpers/loopback-names.ts';
 
 const APP_SOURCE = fs.readFileSync(path.join(import.meta.dirname, 'helpers', 'code-board-app.cjs'), 'utf8');
 
@@ -40,6 +42,7 @@ function request(
         method: opts.method ?? 'GET',
         headers: { ...(opts.cookie ? { cookie: opts.cookie } : {}), ...(opts.headers ?? {}) },
         agent: false,
+        lookup: loopbackLookup,
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -148,6 +151,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
   ) => {
     const ws = new WebSocket(`${s.origin.replace('http', 'ws')}${s.prefix}${p}`, opts.protocols ?? [], {
       headers: opts.cookie === null ? {} : { cookie: opts.cookie ?? s.cookie },
+      lookup: loopbackLookup,
       ...(opts.origin === null ? {} : { origin: opts.origin ?? s.origin }),
     });
     const messages: string[] = [];
@@ -183,10 +187,11 @@ describe('the /code/ proxy to an application inside a local board', () => {
     port = (t.app.server.address() as AddressInfo).port;
     codePort = t.app.code!.port;
     consoleOrigin = `http://127.0.0.1:${port}`;
-    codeOrigin = `http://127.0.0.1:${codePort}`;
     u = await makeUser(t.app);
     other = await makeUser(t.app);
     ({ deviceId, applyId } = await lease(u));
+    // A console on a loopback name: each apply's code window on a subdomain of code.localhost.
+    codeOrigin = `http://${codeLabel(applyId)}.code.localhost:${codePort}`;
     ({ applyId: otherApply, deviceId: otherDevice } = await lease(other));
     const driver = await driverLookup(t.app)(deviceId);
     shell = await driver.openShell({ cols: 200, rows: 50 });
@@ -207,12 +212,15 @@ describe('the /code/ proxy to an application inside a local board', () => {
     expect(r.data.code).toEqual({ available: true });
   });
 
-  it('gives a one-time ticket URL on the code origin, exchanged for a cookie scoped to the session’s path', async () => {
+  it('gives a one-time ticket URL on the apply’s own code host, exchanged for a cookie scoped to the session’s path', async () => {
     const url = await ticket(u, applyId);
     expect(url).toMatch(new RegExp(`^${codeOrigin}/code/${applyId}/\\?ticket=[A-Za-z0-9_-]{40,}$`));
     session = await exchange(url);
     expect(session.prefix).toMatch(new RegExp(`^/code/${applyId}/[A-Za-z0-9_-]{20,}$`));
-    expect(session.setCookie).toBe(`${session.cookie}; Path=${session.prefix}/; HttpOnly; SameSite=Strict`);
+    // Host-only, and third-party: the console's iframe is on another site (127.0.0.1).
+    expect(session.setCookie).toBe(
+      `${session.cookie}; Path=${session.prefix}/; HttpOnly; SameSite=None; Secure; Partitioned`,
+    );
     // The ticket is spent.
     const again = await request(url);
     expect(again.status).toBe(401);
@@ -223,7 +231,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
   });
 
   it('shows the board’s page through the proxy with our CSP, and the board sees neither our cookie nor the client’s forwarding claims', async () => {
-    const page = await request(`${codeOrigin}${session.prefix}/`, { cookie: session.cookie });
+    const page = await request(`${session.origin}${session.prefix}/`, { cookie: session.cookie });
     expect(page.status).toBe(200);
     expect(page.body.toString()).toContain('<h1 id="code-fixture">code fixture 1000</h1>');
     expect(page.body.toString()).toContain(`<p id="prefix">${session.prefix}</p>`);
@@ -231,7 +239,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
       `frame-ancestors 'self' ${consoleOrigin}; base-uri 'self'; form-action 'self'`,
     );
     expect(page.headers['referrer-policy']).toBe('no-referrer');
-    const echo = await request(`${codeOrigin}${session.prefix}/echo?q=1`, {
+    const echo = await request(`${session.origin}${session.prefix}/echo?q=1`, {
       cookie: `${session.cookie}; theirs=kept`,
       headers: {
         'x-forwarded-for': '6.6.6.6',
@@ -244,31 +252,80 @@ describe('the /code/ proxy to an application inside a local board', () => {
     expect(seen.url).toBe('/echo?q=1');
     expect(seen.headers.cookie).toBe('theirs=kept');
     expect(seen.headers['x-forwarded-for']).toBeUndefined();
-    expect(seen.headers['x-forwarded-host']).toBe(`127.0.0.1:${codePort}`);
+    expect(seen.headers['x-forwarded-host']).toBe(new URL(codeOrigin).host);
     expect(seen.headers['x-drop']).toBeUndefined();
     expect(seen.uid).toBe(1000);
+  });
+
+  it('never answers on the console’s host name, nor the console on a code host', async () => {
+    // The code listener on the console's name (another port: browsers share its cookies) serves nothing.
+    const onConsoleHost = `http://127.0.0.1:${codePort}`;
+    const page = await request(`${onConsoleHost}${session.prefix}/`, { cookie: session.cookie });
+    expect([page.status, page.headers['x-code-reason']]).toEqual([421, 'code.wrong_host']);
+    const url = new URL(await ticket(u, applyId));
+    const viaConsoleHost = await request(`${onConsoleHost}${url.pathname}${url.search}`);
+    expect([viaConsoleHost.status, viaConsoleHost.headers['x-code-reason']]).toEqual([
+      421,
+      'code.wrong_host',
+    ]);
+    await expect(
+      wsOpen({ ...session, origin: onConsoleHost }, '/ws', { origin: codeOrigin }).opened,
+    ).rejects.toThrow('HTTP 421 code.wrong_host');
+    // Nor on another name (a board's page cannot lead the browser there with the session's cookie).
+    const elsewhere = await request(`http://localhost:${codePort}${session.prefix}/`, {
+      cookie: session.cookie,
+    });
+    expect(elsewhere.status).toBe(421);
+    // The console's listener refuses the code host names, so no console cookie is ever set there.
+    const consoleThere = await request(`http://${new URL(codeOrigin).hostname}:${port}/`);
+    expect([consoleThere.status, consoleThere.headers['x-code-reason']]).toEqual([421, 'code.wrong_host']);
+  });
+
+  it('offers no code window to a console on a non-loopback name without BIANBU_CODE_HOST', async () => {
+    const call = async (path: string) => {
+      const r = await request(`http://127.0.0.1:${port}${path}`, {
+        method: 'POST',
+        body: Buffer.from(JSON.stringify({ applyId })),
+        headers: {
+          ...u.headers,
+          host: `cloud.example.com:${port}`,
+          'content-type': 'application/json',
+          applyaccess: applyId,
+        },
+      });
+      return JSON.parse(r.body.toString()) as { code: number; error?: string; data: { code?: unknown } };
+    };
+    expect((await call('/api/device/desktop-status')).data.code).toEqual({
+      available: false,
+      reason: 'code.no_own_host',
+    });
+    const r = await call('/api/device/code-ticket');
+    expect([r.code, r.error]).toEqual([50300, 'code.no_own_host']);
   });
 
   it('refuses no ticket, no cookie, a wrong cookie, and another user’s cookie on a different apply', async () => {
     const bare = await request(`${codeOrigin}/code/${applyId}/`);
     expect([bare.status, bare.headers['x-code-reason']]).toEqual([401, 'code.session_missing']);
-    const noCookie = await request(`${codeOrigin}${session.prefix}/`);
+    const noCookie = await request(`${session.origin}${session.prefix}/`);
     expect([noCookie.status, noCookie.headers['x-code-reason']]).toEqual([401, 'code.session_missing']);
-    const forged = await request(`${codeOrigin}${session.prefix}/`, { cookie: 'bianbu_code=forged' });
+    const forged = await request(`${session.origin}${session.prefix}/`, { cookie: 'bianbu_code=forged' });
     expect(forged.status).toBe(401);
-    // The other user's own session works on their board …
+    // The other user's own session works on their board, on a host name of its own …
     const theirs = await openSession(other, otherApply);
-    const mine = await request(`${codeOrigin}${theirs.prefix}/`, { cookie: theirs.cookie });
+    expect(theirs.origin).not.toBe(codeOrigin);
+    const mine = await request(`${theirs.origin}${theirs.prefix}/`, { cookie: theirs.cookie });
     expect(mine.status).toBe(200);
-    // … but neither their key nor their cookie opens this user's apply.
+    // … but neither their key nor their cookie opens this user's apply, on either host.
     const key = theirs.prefix.split('/').pop();
-    for (const [p, c] of [
-      [`/code/${applyId}/${key}/`, theirs.cookie],
-      [`${session.prefix}/`, theirs.cookie],
-      [`${theirs.prefix}/`, session.cookie],
+    for (const [o, p, c] of [
+      [codeOrigin, `/code/${applyId}/${key}/`, theirs.cookie],
+      [codeOrigin, `${session.prefix}/`, theirs.cookie],
+      [codeOrigin, `${theirs.prefix}/`, theirs.cookie],
+      [theirs.origin, `${session.prefix}/`, session.cookie],
+      [theirs.origin, `${theirs.prefix}/`, session.cookie],
     ]) {
-      const r = await request(`${codeOrigin}${p}`, { cookie: c });
-      expect(r.status, p).toBe(401);
+      const r = await request(`${o}${p}`, { cookie: c });
+      expect(r.status, `${o}${p}`).toBe(401);
     }
     // Nor may they ask a ticket for it.
     const r = await api(other, '/api/device/code-ticket', { applyId }, applyId);
@@ -278,7 +335,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
   it('sends a POST body to the board and its answer back, over kept-alive connections', async () => {
     const body = crypto.randomBytes(3 * 1024 * 1024 + 17);
     const sha = crypto.createHash('sha256').update(body).digest('hex');
-    const r = await request(`${codeOrigin}${session.prefix}/echo`, {
+    const r = await request(`${session.origin}${session.prefix}/echo`, {
       method: 'POST',
       cookie: session.cookie,
       body,
@@ -292,12 +349,12 @@ describe('the /code/ proxy to an application inside a local board', () => {
     });
     const before = t.app.code!.stats().opened;
     for (let i = 0; i < 10; i++)
-      expect((await request(`${codeOrigin}${session.prefix}/echo`, { cookie: session.cookie })).status).toBe(
-        200,
-      );
+      expect(
+        (await request(`${session.origin}${session.prefix}/echo`, { cookie: session.cookie })).status,
+      ).toBe(200);
     expect(t.app.code!.stats().opened - before).toBeLessThanOrEqual(1);
     // A POST from another origin is refused before it reaches the board.
-    const csrf = await request(`${codeOrigin}${session.prefix}/echo`, {
+    const csrf = await request(`${session.origin}${session.prefix}/echo`, {
       method: 'POST',
       cookie: session.cookie,
       body: Buffer.from('x'),
@@ -330,7 +387,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
   });
 
   it('keeps a board’s cookies under its path and drops headers that act on the whole host', async () => {
-    const r = await request(`${codeOrigin}${session.prefix}/cookie`, { cookie: session.cookie });
+    const r = await request(`${session.origin}${session.prefix}/cookie`, { cookie: session.cookie });
     expect(r.status).toBe(200);
     expect(r.headers['set-cookie']).toEqual([
       `a=1; Path=${session.prefix}/; HttpOnly`,
@@ -354,7 +411,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
 
   it('keeps a board’s redirects inside its path and refuses those that lead elsewhere', async () => {
     const go = (to: string) =>
-      request(`${codeOrigin}${session.prefix}/redirect?to=${encodeURIComponent(to)}`, {
+      request(`${session.origin}${session.prefix}/redirect?to=${encodeURIComponent(to)}`, {
         cookie: session.cookie,
       });
     expect((await go('/inside?a=1')).headers.location).toBe(`${session.prefix}/inside?a=1`);
@@ -378,18 +435,19 @@ describe('the /code/ proxy to an application inside a local board', () => {
 
   it('bounds an endless answer to a client that does not read, and frees the board’s side when the client leaves', async () => {
     const before = JSON.parse(
-      (await request(`${codeOrigin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
+      (await request(`${session.origin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
     );
-    const req = http.get(`${codeOrigin}${session.prefix}/huge`, {
+    const req = http.get(`${session.origin}${session.prefix}/huge`, {
       headers: { cookie: session.cookie },
       agent: false,
+      lookup: loopbackLookup,
     });
     const res = await new Promise<http.IncomingMessage>((r) => req.once('response', r));
     expect(res.statusCode).toBe(200);
     res.pause();
     await new Promise((r) => setTimeout(r, 3000));
     const mid = JSON.parse(
-      (await request(`${codeOrigin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
+      (await request(`${session.origin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
     );
     const written = mid.hugeBytes - before.hugeBytes;
     // Socket and pipe buffers on the way (kernel, the relay, the proxy's streams), nothing more.
@@ -401,11 +459,11 @@ describe('the /code/ proxy to an application inside a local board', () => {
       await new Promise((r) => setTimeout(r, 50));
     expect(t.app.code!.stats().requests).toBe(0);
     const after = JSON.parse(
-      (await request(`${codeOrigin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
+      (await request(`${session.origin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
     );
     await new Promise((r) => setTimeout(r, 500));
     const later = JSON.parse(
-      (await request(`${codeOrigin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
+      (await request(`${session.origin}${session.prefix}/stats`, { cookie: session.cookie })).body.toString(),
     );
     expect(later.hugeBytes).toBe(after.hugeBytes);
   }, 30_000);
@@ -444,7 +502,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
         limits: { ticketTtlMs: 300, headersTimeoutMs: 1000, idleTimeoutMs: 1500 },
       });
       await proxy.start();
-      origin = `http://127.0.0.1:${proxy.port}`;
+      origin = `http://${codeLabel(applyId)}.code.localhost:${proxy.port}`;
     });
     afterAll(async () => {
       await proxy?.stop();
@@ -467,7 +525,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
       const stalled = await new Promise<string>((resolve) => {
         const req = http.get(
           `${origin}${s.prefix}/stall`,
-          { headers: { cookie: s.cookie }, agent: false },
+          { headers: { cookie: s.cookie }, agent: false, lookup: loopbackLookup },
           (res) => {
             let text = '';
             res.on('data', (d: Buffer) => {
@@ -484,7 +542,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
       const drip = await new Promise<number>((resolve, reject) => {
         const req = http.get(
           `${origin}${s.prefix}/drip`,
-          { headers: { cookie: s.cookie }, agent: false },
+          { headers: { cookie: s.cookie }, agent: false, lookup: loopbackLookup },
           (res) => {
             let n = 0;
             res.on('data', (d: Buffer) => {
@@ -511,7 +569,11 @@ describe('the /code/ proxy to an application inside a local board', () => {
     const c = wsOpen(s, '/ws');
     await c.opened;
     await c.next();
-    const drip = http.get(`${codeOrigin}${s.prefix}/drip`, { headers: { cookie: s.cookie }, agent: false });
+    const drip = http.get(`${s.origin}${s.prefix}/drip`, {
+      headers: { cookie: s.cookie },
+      agent: false,
+      lookup: loopbackLookup,
+    });
     const dripEnded = new Promise<string>((resolve) => {
       drip.on('response', (res) => {
         res.on('data', () => {});
@@ -526,7 +588,7 @@ describe('the /code/ proxy to an application inside a local board', () => {
     expect(un.code).toBe(20000);
     expect(await c.ended).toEqual({ code: VncClose.ended, reason: 'apply.ended' });
     expect(await dripEnded).toBe('aborted');
-    const after = await request(`${codeOrigin}${s.prefix}/`, { cookie: s.cookie });
+    const after = await request(`${s.origin}${s.prefix}/`, { cookie: s.cookie });
     expect(after.status).toBe(401);
     const r = await api(u, '/api/device/code-ticket', { applyId: apply2 }, apply2);
     expect(r.code).toBe(40400);
@@ -534,8 +596,12 @@ describe('the /code/ proxy to an application inside a local board', () => {
     const third = await api(u, '/api/device/apply-device', { deviceId });
     expect(third.code).toBe(20000);
     applyId = third.data.applyId;
+    codeOrigin = `http://${codeLabel(applyId)}.code.localhost:${codePort}`;
     session = await openSession(u, applyId);
-    expect((await request(`${codeOrigin}${session.prefix}/`, { cookie: session.cookie })).status).toBe(200);
+    expect(session.origin).toBe(codeOrigin);
+    expect((await request(`${session.origin}${session.prefix}/`, { cookie: session.cookie })).status).toBe(
+      200,
+    );
   }, 30_000);
 
   it('cuts the WebSocket when the sign-in ends, and refuses its session after', async () => {
@@ -549,8 +615,10 @@ describe('the /code/ proxy to an application inside a local board', () => {
     const out = await api(second, '/api/user/logout', {});
     expect(out.code).toBe(20000);
     expect(await c.ended).toEqual({ code: VncClose.auth, reason: 'session.ended' });
-    expect((await request(`${codeOrigin}${s.prefix}/`, { cookie: s.cookie })).status).toBe(401);
-    expect((await request(`${codeOrigin}${session.prefix}/`, { cookie: session.cookie })).status).toBe(200);
+    expect((await request(`${s.origin}${s.prefix}/`, { cookie: s.cookie })).status).toBe(401);
+    expect((await request(`${session.origin}${session.prefix}/`, { cookie: session.cookie })).status).toBe(
+      200,
+    );
   }, 30_000);
 
   it('holds at most socketsPerApply WebSockets on one apply', async () => {

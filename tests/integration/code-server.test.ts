@@ -15,6 +15,7 @@ import { driverLookup } from '#server/shells/shells.routes.ts';
 import { HOUR_MS } from '#shared/constants.ts';
 import { VncClose } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
+import { loopbackLookup } from './helpers/loopback-names.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 import { runInBoard } from './helpers/in-board.ts';
 
@@ -28,18 +29,22 @@ interface Answer {
 
 function request(url: string, cookie?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers: cookie ? { cookie } : {}, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: Buffer.concat(chunks).toString(),
-        }),
-      );
-      res.on('error', reject);
-    });
+    const req = http.get(
+      url,
+      { headers: cookie ? { cookie } : {}, agent: false, lookup: loopbackLookup },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
   });
 }
@@ -63,7 +68,6 @@ function codeServerProcesses(): { pid: number; uid: number; net: string }[] {
 describe('code-server inside a local board, through the /code/ proxy', () => {
   let t: TestApp;
   let port: number;
-  let codeOrigin: string;
   let u: TestUser;
   let applyId: string;
   let deviceId: string;
@@ -91,6 +95,7 @@ describe('code-server inside a local board, through the /code/ proxy', () => {
     const x = await request(r.data.url);
     expect(x.status).toBe(303);
     return {
+      origin: new URL(r.data.url).origin,
       prefix: String(x.headers.location).replace(/\/$/, ''),
       cookie: String(x.headers['set-cookie']?.[0]).split(';')[0],
     };
@@ -107,12 +112,13 @@ describe('code-server inside a local board, through the /code/ proxy', () => {
       )
     ).includes('port-open');
 
-  const wsOpen = (s: { prefix: string; cookie: string }) => {
+  const wsOpen = (s: { origin: string; prefix: string; cookie: string }) => {
     // What the workbench opens: VS Code's remote connection, on the code origin.
     const q = `reconnectionToken=${crypto.randomUUID()}&reconnection=false&skipWebSocketFrames=false`;
-    const ws = new WebSocket(`${codeOrigin.replace('http', 'ws')}${s.prefix}/?${q}`, {
+    const ws = new WebSocket(`${s.origin.replace('http', 'ws')}${s.prefix}/?${q}`, {
       headers: { cookie: s.cookie },
-      origin: codeOrigin,
+      origin: s.origin,
+      lookup: loopbackLookup,
     });
     const opened = new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
@@ -130,14 +136,11 @@ describe('code-server inside a local board, through the /code/ proxy', () => {
 
   beforeAll(async () => {
     if (!INSTALLED)
-      throw new Error(
-        `no code-server in ${DEFAULT_CODE_SERVER_DIR}: run scripts/install-code-server.sh`,
-      );
+      throw new Error(`no code-server in ${DEFAULT_CODE_SERVER_DIR}: run scripts/install-code-server.sh`);
     if (process.getuid?.() !== 0) throw new Error('local boards need the tests to run as root');
     t = await makeTestApp({ env: { BIANBU_CODE_PORT: '0', HOST: '127.0.0.1' } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
-    codeOrigin = `http://127.0.0.1:${t.app.code!.port}`;
     u = await makeUser(t.app);
     const l = await api('/api/device/request-device', {
       requestDate: new Date(Date.now() + 48 * HOUR_MS).toISOString(),
@@ -168,16 +171,16 @@ describe('code-server inside a local board, through the /code/ proxy', () => {
     const s = await openSession(applyId);
     const begun = Date.now();
     // It opens the user's home: / sends the browser to that folder.
-    const root = await request(`${codeOrigin}${s.prefix}/`, s.cookie);
+    const root = await request(`${s.origin}${s.prefix}/`, s.cookie);
     expect(root.status, root.body.slice(0, 300)).toBe(302);
     expect(root.headers.location).toBe(`${s.prefix}/?folder=/home/user`);
-    const page = await request(`${codeOrigin}${s.prefix}/?folder=/home/user`, s.cookie);
+    const page = await request(`${s.origin}${s.prefix}/?folder=/home/user`, s.cookie);
     console.log(`code-server started and answered its workbench in ${Date.now() - begun} ms`);
     expect(page.status, page.body.slice(0, 300)).toBe(200);
     expect(page.body).toContain('vscode-workbench-web-configuration');
     expect(page.body).toContain('workbench.js');
     // Its static files come through the same path.
-    const manifest = await request(`${codeOrigin}${s.prefix}/manifest.json`, s.cookie);
+    const manifest = await request(`${s.origin}${s.prefix}/manifest.json`, s.cookie);
     expect(manifest.status).toBe(200);
     expect(JSON.parse(manifest.body).name).toBe('code-server');
     const c = wsOpen(s);
@@ -217,7 +220,7 @@ describe('code-server inside a local board, through the /code/ proxy', () => {
     );
     expect(await boardPortOpen(), killed).toBe(false);
     const s = await openSession(applyId);
-    const page = await request(`${codeOrigin}${s.prefix}/?folder=/home/user`, s.cookie);
+    const page = await request(`${s.origin}${s.prefix}/?folder=/home/user`, s.cookie);
     expect(page.status).toBe(200);
     expect(page.body).toContain('vscode-workbench-web-configuration');
     const after = codeServerProcesses().map((p) => p.pid);
@@ -232,6 +235,6 @@ describe('code-server inside a local board, through the /code/ proxy', () => {
     const un = await api('/api/device/unapply-device', { applyId }, applyId);
     expect(un.code).toBe(20000);
     expect(await c.ended).toEqual({ code: VncClose.ended, reason: 'apply.ended' });
-    expect((await request(`${codeOrigin}${s.prefix}/`, s.cookie)).status).toBe(401);
+    expect((await request(`${s.origin}${s.prefix}/`, s.cookie)).status).toBe(401);
   }, 30_000);
 });

@@ -13,6 +13,7 @@ import YAML from 'yaml';
 import { HOUR_MS } from '#shared/constants.ts';
 import { listen } from './files.fixtures.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
+import { loopbackGet, loopbackLookup } from './helpers/loopback-names.ts';
 import { startSshd, type TestSshd } from './helpers/sshd.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
 
@@ -117,7 +118,9 @@ describe('an ssh board’s desktop and code window through the service', () => {
     await sshd?.stop();
     // The app the board's command started runs on this host: end it.
     const pids = fs.existsSync(`${work}/app.log`)
-      ? (await import('node:child_process')).spawnSync('pgrep', ['-f', `${APP} ${codePort}`]).stdout.toString()
+      ? (await import('node:child_process'))
+          .spawnSync('pgrep', ['-f', `${APP} ${codePort}`])
+          .stdout.toString()
       : '';
     for (const pid of pids.split(/\s+/).filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
     fs.rmSync(work, { recursive: true, force: true });
@@ -154,24 +157,23 @@ describe('an ssh board’s desktop and code window through the service', () => {
   it('starts code-server with the lab’s command on the first request, once, and shows it through /code/', async () => {
     const ticket = await call('/api/device/code-ticket', { applyId }, applyId);
     expect(ticket.code, JSON.stringify(ticket)).toBe(20000);
-    const x = await fetch(String(ticket.data.url), { redirect: 'manual' });
+    const x = await loopbackGet(String(ticket.data.url));
     expect(x.status).toBe(303);
-    const cookie = String(x.headers.get('set-cookie')).split(';')[0];
-    const prefix = String(x.headers.get('location')).replace(/\/$/, '');
+    const cookie = String(x.headers['set-cookie']?.[0]).split(';')[0];
+    const prefix = String(x.headers.location).replace(/\/$/, '');
     const origin = new URL(String(ticket.data.url)).origin;
-    const pages = await Promise.all(
-      [1, 2, 3].map(async () => {
-        const r = await fetch(`${origin}${prefix}/`, { headers: { cookie } });
-        return { status: r.status, body: await r.text() };
-      }),
-    );
+    const pages = await Promise.all([1, 2, 3].map(() => loopbackGet(`${origin}${prefix}/`, { cookie })));
     for (const p of pages) {
       expect(p.status).toBe(200);
       expect(p.body).toContain('id="code-fixture"');
     }
     expect(fs.readFileSync(starts, 'utf8')).toBe('started\n');
     // Its WebSocket too, through a fresh forwarded channel.
-    const ws = new WebSocket(`${origin.replace('http', 'ws')}${prefix}/ws`, [], { headers: { cookie }, origin });
+    const ws = new WebSocket(`${origin.replace('http', 'ws')}${prefix}/ws`, [], {
+      headers: { cookie },
+      origin,
+      lookup: loopbackLookup,
+    });
     const messages: string[] = [];
     ws.on('message', (d) => messages.push(d.toString()));
     await new Promise<void>((resolve, reject) => {

@@ -69,6 +69,16 @@ export function withoutCookie(header: string, name: string): string {
     .join('; ');
 }
 
+/** Every value of the cookie `name` in a Cookie header, in the header's order. */
+export function cookieValues(header: string | undefined, name: string): string[] {
+  const out: string[] = [];
+  for (const p of (header ?? '').split(';')) {
+    const i = p.indexOf('=');
+    if (i > 0 && p.slice(0, i).trim() === name) out.push(p.slice(i + 1).trim());
+  }
+  return out;
+}
+
 /** Our cookie's value in a Cookie header, or null. */
 export function cookieValue(header: string | undefined, name: string): string | null {
   for (const p of (header ?? '').split(';')) {

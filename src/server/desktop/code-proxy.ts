@@ -1,8 +1,10 @@
-// The /code/ reverse proxy to boards' code-servers, on a listener of its own (the code origin), so
-// that the board's JavaScript never runs on the console's origin. Protocol, tickets and refusals:
-// src/shared/desktop.ts ("The code window").
+// The /code/ reverse proxy to boards' code-servers, on a listener of its own and on host names of its
+// own (code-hosts.ts: never the console's, a subdomain per apply where a wildcard allows), so that the
+// board's JavaScript never runs on the console's origin nor shares its cookies. Protocol, tickets and
+// refusals: src/shared/desktop.ts ("The code window").
 //
-// Lifecycle of a request: path /code/{applyId}/{key}/{rest} → session by key, proven by its cookie →
+// Lifecycle of a request: Host one of the code hosts (else 421) → path /code/{applyId}/{key}/{rest} →
+// session by key, proven by its cookie, on the session's own host →
 // sign-in and apply checked live (cached CODE_LIMITS.liveCheckMs) → HTTP: sent to the board's port
 // through the apply's BoardAgent (kept-alive relays from `driver.connectCode` — which starts a local
 // board's code-server on first use — or `driver.connectPort`, at most
@@ -31,7 +33,15 @@ import {
   VNC_LIMITS,
   VncClose,
 } from '#shared/desktop.ts';
-import { codeCsp, cookieValue, headersFromBoard, headersToBoard, RedirectRefused } from './code-headers.ts';
+import { codeCsp, cookieValues, headersFromBoard, headersToBoard, RedirectRefused } from './code-headers.ts';
+import {
+  type CodeHostRule,
+  codeCookieAttributes,
+  codeOriginOf,
+  effectiveRule,
+  LOOPBACK_CODE_PATTERN,
+  matchesCodeHost,
+} from './code-hosts.ts';
 import { type CodeSession, CodeSessions } from './code-sessions.ts';
 import { controlCut, liveApply, liveUser } from './live-access.ts';
 
@@ -42,8 +52,8 @@ export interface CodeProxyOptions {
   driver(deviceId: string): BoardDriver | Promise<BoardDriver>;
   port: number;
   host: string;
-  /** BIANBU_CODE_ORIGIN: the public origin of this listener behind a reverse proxy. */
-  publicOrigin?: string;
+  /** BIANBU_CODE_ORIGIN / BIANBU_CODE_HOST (codeHostRule); null: the loopback default only. */
+  hosts?: CodeHostRule | null;
   trustedProxies?: readonly string[];
   limits?: Partial<CodeLimits>;
   /** The board's code-server port (VNC_LIMITS.codeServerPort). */
@@ -273,12 +283,33 @@ export class CodeProxy {
     };
   }
 
+  /** The host names this listener answers on (the configured pattern, else the loopback default). */
+  get pattern(): string {
+    return this.opts.hosts?.pattern ?? LOOPBACK_CODE_PATTERN;
+  }
+
+  /**
+   * Whether the console, as this call reached it, has a code host of its own (not its name, nor one
+   * under it): false for a console on a non-loopback name with neither BIANBU_CODE_HOST nor _ORIGIN.
+   */
+  hasOwnHost(req: FastifyRequest): boolean {
+    return effectiveRule(this.opts.hosts ?? null, new URL(this.consoleOriginOf(req)).hostname) !== null;
+  }
+
   /** The codeTicket call: a one-time URL on the code origin for the caller's apply. */
   ticket(ctx: CallContext): { url: string; expiresAt: string } {
     const { req, user, apply } = ctx;
     if (!user || !apply) throw new AppError(404, 40400, 'apply.not_found', 'No such apply');
     const consoleOrigin = this.consoleOriginOf(req);
-    const codeOrigin = this.opts.publicOrigin ?? `${req.protocol}://${hostOnly(req.host)}:${this.port}`;
+    const rule = effectiveRule(this.opts.hosts ?? null, new URL(consoleOrigin).hostname);
+    if (!rule)
+      throw new AppError(
+        503,
+        50300,
+        CodeReason.noOwnHost,
+        'The code window has no host name of its own for this console address (set BIANBU_CODE_HOST)',
+      );
+    const codeOrigin = codeOriginOf(rule, apply.applyId, req.protocol, this.port);
     const { ticket, expiresAt } = this.sessions.issue({
       userId: user.id,
       credentialId: user.credentialId,
@@ -305,17 +336,38 @@ export class CodeProxy {
     return `${req.protocol}://${req.host}`;
   }
 
-  /** This listener's origin as a request reached it. */
-  private originOf(req: IncomingMessage): string {
-    if (this.opts.publicOrigin) return this.opts.publicOrigin;
+  /**
+   * This listener's origin as a request reached it, or null when its host is not a code host (the
+   * console's, or any other name): the listener serves nothing there.
+   */
+  private originOf(req: IncomingMessage): string | null {
+    const rule = this.opts.hosts;
+    // A fixed public origin behind a proxy: the proxy may have rewritten the Host header.
+    if (rule?.proxied && !rule.pattern.startsWith('*.'))
+      return new URL(`${rule.scheme}://${rule.pattern}${rule.port ? `:${rule.port}` : ''}`).origin;
     const fwd = req.headers['x-forwarded-proto'];
-    const proto =
-      fwd && this.trusted(req.socket.remoteAddress)
+    const proto = rule?.proxied
+      ? rule.scheme
+      : fwd && this.trusted(req.socket.remoteAddress)
         ? String(fwd).split(',').pop()!.trim()
         : (req.socket as { encrypted?: boolean }).encrypted
           ? 'https'
           : 'http';
-    return `${proto}://${publicHost(req, this.trusted) ?? ''}`;
+    let url: URL;
+    try {
+      url = new URL(`${proto}://${publicHost(req, this.trusted) ?? ''}`);
+    } catch {
+      return null;
+    }
+    return matchesCodeHost(this.pattern, url.hostname) ? url.origin : null;
+  }
+
+  /** The request's code origin; a Refusal (421) on any other host name. */
+  private servedOrigin(req: IncomingMessage): string {
+    const origin = this.originOf(req);
+    if (origin === null)
+      throw new Refusal(421, 0, CodeReason.wrongHost, 'The code window is not served on this host name');
+    return origin;
   }
 
   // ---- HTTP
@@ -323,10 +375,11 @@ export class CodeProxy {
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.on('error', () => {});
     const route = codeRouteOf(req.url);
-    if (!route) return this.refuse(res, new Refusal(404, 0, 'route.not_found', 'Not found'));
     try {
-      if (route.key === null) return await this.exchangeTicket(req, res, route);
-      const s = this.sessionOf(req, route);
+      const origin = this.servedOrigin(req);
+      if (!route) throw new Refusal(404, 0, 'route.not_found', 'Not found');
+      if (route.key === null) return await this.exchangeTicket(req, res, route, origin);
+      const s = this.sessionOf(req, route, origin);
       const method = req.method ?? 'GET';
       if (
         !['GET', 'HEAD', 'OPTIONS'].includes(method) &&
@@ -347,12 +400,17 @@ export class CodeProxy {
   }
 
   /** Ticket → session and cookie, then 303 to the session's path (the ticket leaves the URL). */
-  private async exchangeTicket(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
+  private async exchangeTicket(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: Route,
+    origin: string,
+  ): Promise<void> {
     const ticket = new URLSearchParams(route.search.slice(1)).get(CODE_TICKET_PARAM);
     if (!ticket || (req.method !== 'GET' && req.method !== 'HEAD'))
       throw new Refusal(401, VncClose.auth, CodeReason.sessionMissing, 'This page needs a code session');
     const t = this.sessions.take(ticket);
-    if (!t || t.applyId !== route.applyId || t.codeOrigin !== this.originOf(req))
+    if (!t || t.applyId !== route.applyId || t.codeOrigin !== origin)
       throw new Refusal(
         401,
         VncClose.auth,
@@ -367,10 +425,11 @@ export class CodeProxy {
       throw err;
     }
     const prefix = this.prefixOf(session);
-    const secure = session.codeOrigin.startsWith('https:') ? '; Secure' : '';
     res.writeHead(303, {
       location: `${prefix}/`,
-      'set-cookie': `${CODE_COOKIE}=${cookie}; Path=${prefix}/; HttpOnly; SameSite=Strict${secure}`,
+      // Host-only (no Domain): the apply's own host name. Third-party where it can be (see
+      // codeCookieAttributes): the console's iframe is on another site.
+      'set-cookie': `${CODE_COOKIE}=${cookie}; Path=${prefix}/; HttpOnly; ${codeCookieAttributes(session.codeOrigin)}`,
       'cache-control': 'no-store',
       'referrer-policy': 'no-referrer',
       'content-security-policy': codeCsp(session.consoleOrigin),
@@ -387,9 +446,10 @@ export class CodeProxy {
     return `${CODE_PATH}/${s.applyId}/${s.key}`;
   }
 
-  private sessionOf(req: IncomingMessage, route: Route): CodeSession {
-    const s = this.sessions.find(route.key!, cookieValue(req.headers.cookie, CODE_COOKIE));
-    if (!s || s.applyId !== route.applyId)
+  private sessionOf(req: IncomingMessage, route: Route, origin: string): CodeSession {
+    // Every cookie of our name is tried: one a board set for a parent domain may come first.
+    const s = this.sessions.find(route.key!, cookieValues(req.headers.cookie, CODE_COOKIE));
+    if (!s || s.applyId !== route.applyId || s.codeOrigin !== origin)
       throw new Refusal(401, VncClose.auth, CodeReason.sessionMissing, 'This page needs a code session');
     return s;
   }
@@ -437,10 +497,7 @@ export class CodeProxy {
       const deviceId = s.deviceId;
       a = {
         deviceId,
-        agent: new BoardAgent(
-          async () => this.connectBoard(deviceId),
-          this.limits.connectionsPerApply,
-        ),
+        agent: new BoardAgent(async () => this.connectBoard(deviceId), this.limits.connectionsPerApply),
         exchanges: new Set(),
         pairs: new Set(),
       };
@@ -581,11 +638,12 @@ export class CodeProxy {
       );
     };
     const route = codeRouteOf(req.url);
-    if (!route || route.key === null) return deny(new Refusal(404, 0, 'route.not_found', 'Not found'));
     let s: CodeSession;
     let a: ApplyOpen;
     try {
-      s = this.sessionOf(req, route);
+      const origin = this.servedOrigin(req);
+      if (!route || route.key === null) throw new Refusal(404, 0, 'route.not_found', 'Not found');
+      s = this.sessionOf(req, route, origin);
       if (req.headers.origin !== s.codeOrigin)
         throw new Refusal(403, 0, CodeReason.origin, 'WebSockets from another origin are refused');
       await this.check(s, clientAddress(req, this.trusted));
@@ -771,9 +829,4 @@ export class CodeProxy {
       ws.ping();
     }
   }
-}
-
-/** The host name of a Host value, without its port. */
-function hostOnly(host: string): string {
-  return host.replace(/:\d+$/, '');
 }

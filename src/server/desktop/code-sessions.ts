@@ -1,6 +1,6 @@
 // Tickets and code sessions of the /code/ proxy, in this instance's memory.
 // Lifecycle: the codeTicket call issues a ticket (random, one-time, CODE_LIMITS.ticketTtlMs, bound to
-// the sign-in, the apply and the code origin) → the code listener takes it (it is gone whatever the
+// the sign-in, the apply and the apply's code origin) → the code listener takes it (it is gone whatever the
 // outcome) and opens a session: a random key that becomes part of the path, and a random cookie secret
 // whose hash is kept → each request finds its session by key and proves the cookie → the session ends
 // when the apply, guest access or sign-in ends (control messages, or a failed live check: an expired
@@ -80,11 +80,10 @@ export class CodeSessions {
     return { session, cookie };
   }
 
-  /** The session of `key` when `cookie` is its cookie; null otherwise. */
-  find(key: string, cookie: string | null): CodeSession | null {
+  /** The session of `key` when one of `cookies` is its cookie; null otherwise. */
+  find(key: string, cookies: readonly string[]): CodeSession | null {
     const s = this.sessions.get(key);
-    if (!s || cookie === null) return null;
-    if (!crypto.timingSafeEqual(s.cookieHash, hash(cookie))) return null;
+    if (!s || !cookies.slice(0, 8).some((c) => crypto.timingSafeEqual(s.cookieHash, hash(c)))) return null;
     s.lastUsed = this.now();
     return s;
   }

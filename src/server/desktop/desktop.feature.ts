@@ -1,7 +1,8 @@
 // The desktop feature: the /vnc/{applyId} bridge (app.vnc, vnc-bridge.ts), the /code/ proxy on its
 // own listener (app.code, code-proxy.ts; only with BIANBU_CODE_PORT), and the desktopStatus and
 // codeTicket calls the console asks before opening its VNC and code panes. Starts after the realtime
-// feature (it uses its bus, for the close messages shells also obey, and its Origin rule).
+// feature (it uses its bus, for the close messages shells also obey, and its Origin rule). The console's
+// own listener refuses the code host names, so the console's cookies never live on a board's host.
 import { Capability } from '#server/boards/driver.ts';
 import { AppError } from '#server/errors.ts';
 import type { Feature } from '#server/feature.ts';
@@ -9,6 +10,7 @@ import { implement } from '#server/http/handlers.ts';
 import { driverLookup } from '#server/shells/shells.routes.ts';
 import { CodeReason, DesktopUnavailable, desktopCalls, VNC_LIMITS } from '#shared/desktop.ts';
 import { CodeProxy } from './code-proxy.ts';
+import { codeHostRule, matchesCodeHost } from './code-hosts.ts';
 import { VncBridge } from './vnc-bridge.ts';
 
 declare module 'fastify' {
@@ -42,10 +44,27 @@ export const desktopFeature: Feature = {
             driver: driverLookup(app),
             port: codePort,
             host: app.config.HOST,
-            publicOrigin: app.config.BIANBU_CODE_ORIGIN,
+            hosts: codeHostRule({ origin: app.config.BIANBU_CODE_ORIGIN, host: app.config.BIANBU_CODE_HOST }),
             trustedProxies: app.config.BIANBU_TRUSTED_PROXIES,
           }),
     );
+    const code = app.code;
+    if (code)
+      app.addHook('onRequest', async (req, reply) => {
+        let hostname: string;
+        try {
+          hostname = new URL(`http://${req.host}`).hostname;
+        } catch {
+          return;
+        }
+        if (!matchesCodeHost(code.pattern, hostname)) return;
+        // 421 Misdirected Request: this name belongs to boards' pages, which may read its cookies.
+        return reply
+          .status(421)
+          .header('content-type', 'text/plain; charset=utf-8')
+          .header('x-code-reason', CodeReason.wrongHost)
+          .send(`${CodeReason.wrongHost}\nThe console is not served on the code window's host names\n`);
+      });
   },
   calls: (app) =>
     implement(desktopCalls, {
@@ -74,9 +93,11 @@ export const desktopFeature: Feature = {
             there = s !== null;
           }
           if (there)
-            code = app.code
-              ? { available: true }
-              : { available: false, reason: DesktopUnavailable.codeProxyOff };
+            code = !app.code
+              ? { available: false, reason: DesktopUnavailable.codeProxyOff }
+              : !app.code.hasOwnHost(ctx.req)
+                ? { available: false, reason: DesktopUnavailable.codeNoOwnHost }
+                : { available: true };
         }
         return { vnc, code };
       },

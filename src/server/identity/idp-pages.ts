@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 import {
   acceptLanguageTags,
   DEFAULT_LANGUAGE,
@@ -38,6 +39,9 @@ export function isLanguage(v: unknown): v is Language {
   return typeof v === 'string' && (LANGUAGES as readonly string[]).includes(v);
 }
 
+/** The `lang` cookie is untrusted input (any page on a parent or sibling host name can set one). */
+const languageCookie = z.enum(LANGUAGES);
+
 /** `?lang=`, else the `lang` cookie, else the browser's Accept-Language, else zh (as the console picks). */
 export function languageOf(
   cookieHeader: string | undefined,
@@ -47,9 +51,10 @@ export function languageOf(
   if (isLanguage(override)) return override;
   for (const part of (cookieHeader ?? '').split(';')) {
     const [k, ...rest] = part.trim().split('=');
+    // Compared as sent: no language code needs decoding, and a malformed escape must not throw.
     if (k === STORAGE.languageCookie) {
-      const v = decodeURIComponent(rest.join('='));
-      if (isLanguage(v)) return v;
+      const v = languageCookie.safeParse(rest.join('=').trim());
+      if (v.success) return v.data;
     }
   }
   return preferredLanguage(acceptLanguageTags(acceptLanguage)) ?? DEFAULT_LANGUAGE;

@@ -455,7 +455,7 @@ export function unlockLease(deviceId: string): Promise<unknown> {
   });
 }
 
-/** The apply info as the cookie holds it (spec section 9: applyId, deviceId, deviceRow). */
+/** The apply info (spec section 9: applyId, deviceId, deviceRow); the cookie keeps the ids only. */
 export interface StoredApply extends ApplyInfo {
   deviceRow?: AppliedDeviceDto;
 }

@@ -1,8 +1,9 @@
 // The code window: VS Code (code-server) on the board, shown from the code origin in an iframe, where
 // the board runs one and the service runs the code proxy; otherwise it says why and offers the
 // built-in file tree and editor. The iframe never shows the console's origin: its URL is a one-time
-// ticket (codeTicket) that the code listener turns into a cookie of its own (src/shared/desktop.ts,
-// "The code window"). The sandbox keeps the board's page from navigating the console itself.
+// ticket (codeTicket) that the code listener turns into a cookie of its own, on a host name of its own
+// that shares none of the console's cookies (src/shared/desktop.ts, "The code window"). The sandbox keeps
+// the board's page from navigating the console itself.
 import { useCallback, useEffect, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { CodeReason, DesktopUnavailable, desktopCalls } from '#shared/desktop.ts';
@@ -14,7 +15,7 @@ const [statusCall, ticketCall] = desktopCalls;
 type State =
   | { kind: 'checking' }
   | { kind: 'frame'; url: string }
-  | { kind: 'fallback'; reason: 'none' | 'proxyOff' | 'statusFailed' | 'ticketFailed' };
+  | { kind: 'fallback'; reason: 'none' | 'proxyOff' | 'noOwnHost' | 'statusFailed' | 'ticketFailed' };
 
 export function CodePane({
   applyId,
@@ -38,8 +39,16 @@ export function CodePane({
       const r = await call(ticketCall, { applyId }, { silent: true });
       return { kind: 'frame', url: r.url };
     } catch (err) {
-      const off = err instanceof ApiError && err.key === CodeReason.proxyOff;
-      return { kind: 'fallback', reason: off ? 'proxyOff' : 'ticketFailed' };
+      const key = err instanceof ApiError ? err.key : undefined;
+      return {
+        kind: 'fallback',
+        reason:
+          key === CodeReason.proxyOff
+            ? 'proxyOff'
+            : key === CodeReason.noOwnHost
+              ? 'noOwnHost'
+              : 'ticketFailed',
+      };
     }
   }, [applyId]);
 
@@ -54,7 +63,12 @@ export function CodePane({
         else
           next = {
             kind: 'fallback',
-            reason: r.code.reason === DesktopUnavailable.codeProxyOff ? 'proxyOff' : 'none',
+            reason:
+              r.code.reason === DesktopUnavailable.codeProxyOff
+                ? 'proxyOff'
+                : r.code.reason === DesktopUnavailable.codeNoOwnHost
+                  ? 'noOwnHost'
+                  : 'none',
           };
       } catch {
         next = { kind: 'fallback', reason: 'statusFailed' };
@@ -153,7 +167,13 @@ export function CodePane({
     <div
       className="flex h-full flex-col items-center justify-center gap-3 p-4 text-center text-[13px] text-zinc-600 dark:text-zinc-400"
       data-testid="code-pane"
-      data-available={state.reason === 'none' ? 'no' : state.reason === 'proxyOff' ? 'off' : 'failed'}
+      data-available={
+        state.reason === 'none'
+          ? 'no'
+          : state.reason === 'proxyOff' || state.reason === 'noOwnHost'
+            ? 'off'
+            : 'failed'
+      }
     >
       <p data-testid="code-message">{t(`code.${state.reason}`)}</p>
       <div className="flex gap-2">
