@@ -21,7 +21,13 @@ export interface CliEnv {
 export function runCli(
   env: CliEnv,
   args: string[],
-  opts: { extraEnv?: Record<string, string>; stdin?: Buffer | string; timeoutMs?: number } = {},
+  opts: {
+    extraEnv?: Record<string, string>;
+    stdin?: Buffer | string;
+    timeoutMs?: number;
+    /** Hears the stderr so far at every chunk: a test can wait for what the cli says while it runs. */
+    onStderr?: (stderr: string) => void;
+  } = {},
 ): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -37,7 +43,10 @@ export function runCli(
     const out: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      opts.onStderr?.(stderr);
+    });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`bianbu ${args.join(' ')} timed out; stderr: ${stderr.slice(-500)}`));
