@@ -50,6 +50,8 @@ describe('bianbu share and bianbu queue', () => {
     if (cfgDir) fs.rmSync(cfgDir, { recursive: true, force: true });
   });
 
+  // The tests below run the cli 10 to 30 times each, a process start every time: a second or more
+  // apiece beside a load, past the default minute.
   it('creates a group, adds a member, shares a board the member then sees, and takes it back', async () => {
     await makeBoard(t.app, { attributes: { pool: 'share', cores: 4 } });
     const lease = json(await as(owner, ['request', 'mine', '--filter', 'pool=share', '--json']));
@@ -132,7 +134,7 @@ describe('bianbu share and bianbu queue', () => {
     const missing = await as(owner, ['share', 'delete', 'team', '--json']);
     expect(missing.code).toBe(4);
     expect(JSON.parse(missing.stderr).error).toMatchObject({ key: 'share.group_not_found', exitCode: 4 });
-  });
+  }, 180_000);
 
   it('queue: join, status and leave with their exit codes', async () => {
     const b = await makeBoard(t.app, { attributes: { pool: 'q1' } });
@@ -167,7 +169,7 @@ describe('bianbu share and bianbu queue', () => {
     expect(over.stderr).toMatch(/\(queue\.not_waiting\)/);
     expect(json(await as(member, ['queue', 'status', '--json'])).items).toEqual([]);
     expect(b.id).toBeTruthy();
-  });
+  }, 180_000);
 
   it('queue join --wait prints position changes and ends with the granted lease', async () => {
     await makeBoard(t.app, { attributes: { pool: 'q2' } });
@@ -213,7 +215,7 @@ describe('bianbu share and bianbu queue', () => {
     expect(r.stderr).toMatch(/granted: later/);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ serverName: 'later', state: 'live' });
-  });
+  }, 180_000);
 
   it('completes the share and queue subcommands', async () => {
     const r = await as(owner, ['completion', 'bash']);

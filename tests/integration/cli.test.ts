@@ -278,6 +278,7 @@ describe('the bianbu cli', () => {
     });
 
     it('exec: exact stdout and stderr, and the remote exit status (0, 3, 127, a signal)', async () => {
+      // Five execs of two shells each: past the default minute beside a load.
       const ok = await bianbu(['exec', 'b1', '--', 'sh', '-c', 'printf "out\\n"; printf "err\\n" >&2']);
       expect(ok.code).toBe(0);
       expect(ok.stdout).toBe('out\n');
@@ -291,7 +292,7 @@ describe('the bianbu cli', () => {
       expect(killed.code).toBe(128 + 15);
       const args = await bianbu(['exec', 'b1', '--', 'printf', '%s|', 'a b', "it's", '$HOME']);
       expect(args.stdout).toBe("a b|it's|$HOME|");
-    });
+    }, 120_000);
 
     it('exec forwards stdin byte for byte and its end', async () => {
       const data = crypto.randomBytes(300_000);

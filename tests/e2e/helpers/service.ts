@@ -108,7 +108,9 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
     exited = code ?? -1;
   });
 
-  const deadline = Date.now() + 90_000;
+  // Most of a suite's set-up budget (hookTimeout, 180 s): beside a load the service took over 90 s to
+  // start (most of it loading its modules through tsx), and nine suites failed on a slow, good start.
+  const deadline = Date.now() + 150_000;
   for (;;) {
     if (exited !== null) throw new Error(`the service exited with ${exited} before it was ready:\n${out}`);
     try {
@@ -119,7 +121,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`the service did not answer /api/health within 90 s:\n${out}`);
+      throw new Error(`the service did not answer /api/health within 150 s:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
