@@ -146,7 +146,7 @@ describe('a PTY host the board took over', () => {
     p.onExit(() => {
       gone = true;
     });
-    await sleep(300);
+    await until(() => text.length >= 'mine'.length, 10_000);
     expect(text).toBe('mine');
     expect(gone).toBe(false);
     host.stop();
@@ -171,7 +171,7 @@ describe('a PTY host the board took over', () => {
       p.onData((b) => {
         text += b.toString();
       });
-      await sleep(300);
+      await until(() => text.length >= 'mine'.length, 10_000);
       expect(text).toBe('mine');
       expect(host.direct).toBe(false);
       expect(log.join('\n')).toMatch(/relayed by the board's PTY host.*not a devpts ptmx/);
@@ -210,7 +210,7 @@ describe('a PTY host the board took over', () => {
     expect(got - whilePaused).toBe(0);
     expect(got).toBeLessThan(1024 * 1024 + 512 * 1024);
     p.resume();
-    await sleep(300);
+    await until(() => got > whilePaused, 10_000);
     expect(got).toBeGreaterThan(whilePaused);
     host.stop();
   });
@@ -268,7 +268,7 @@ describe('the PTY host program itself (run on the host, without a board)', () =>
     await sleep(500);
     expect(got).toBe(paused);
     p.resume();
-    await sleep(300);
+    await until(() => got > paused, 10_000);
     expect(got).toBeGreaterThan(paused);
     p.close();
     await ended(p);
