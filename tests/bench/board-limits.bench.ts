@@ -11,13 +11,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { PtyHandle } from '#server/boards/driver.ts';
 import { hostSupport } from '#server/boards/local/host-support.ts';
 import { makeTestApp } from '../integration/helpers/app.ts';
 import { call, endIn, H48, makeUser } from '../integration/leases.fixtures.ts';
 
-const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 1000);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -58,9 +58,21 @@ async function apiLatencies(base: string, token: string): Promise<number[]> {
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-bench-limits-'));
 const labFile = path.join(work, 'lab.yaml');
-const board = (id: string) => ({ id, name: id, model: 'K1', driver: 'local', options: { memoryMb: 1024, diskQuotaMb: 256 } });
+const board = (id: string) => ({
+  id,
+  name: id,
+  model: 'K1',
+  driver: 'local',
+  options: { memoryMb: 1024, diskQuotaMb: 256 },
+});
 fs.writeFileSync(labFile, JSON.stringify({ boards: [board('limits-a'), board('limits-b')] }));
-const t = await makeTestApp({ env: { BIANBU_LAB_FILE: labFile, BIANBU_PROBE_INTERVAL_MS: '5000' } });
+const t = await makeTestApp({
+  env: {
+    BIANBU_LAB_FILE: labFile,
+    BIANBU_PROBE_INTERVAL_MS: process.env.BENCH_PROBE_MS ?? '5000',
+    BIANBU_METRICS_INTERVAL_MS: process.env.BENCH_METRICS_MS ?? '5000',
+  },
+});
 try {
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   const addr = t.app.server.address();
@@ -77,7 +89,11 @@ try {
   const shB = await t.app.boards.driver(b).openShell({ cols: 120, rows: 30 });
   await sleep(1500);
 
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const idleEcho = await echoLatencies(shB);
+  const idleLoop = loop.percentile(99) / 1e6;
+  loop.reset();
   const idleApi = await apiLatencies(base, u.token);
 
   const shA = await t.app.boards.driver(a).openShell({ cols: 120, rows: 30 });
@@ -93,7 +109,10 @@ try {
   const bombPids = current();
   await sleep(2000);
 
+  loop.reset();
   const bombEcho = await echoLatencies(shB);
+  const bombLoop = loop.percentile(99) / 1e6;
+  loop.disable();
   const bombApi = await apiLatencies(base, u.token);
 
   const r0 = performance.now();
@@ -110,12 +129,19 @@ try {
 
   const row = (what: string, idle: number[], bomb: number[]) =>
     `| ${what} | ${pct(idle, 50).toFixed(2)} / ${pct(idle, 99).toFixed(2)} | ${pct(bomb, 50).toFixed(2)} / ${pct(bomb, 99).toFixed(2)} | ${(pct(bomb, 99) / pct(idle, 99)).toFixed(2)}× |`;
-  console.log(`\nboard limits: ${os.availableParallelism()} cores, ${SAMPLES} samples each, the bombed board at ${bombPids} of ${max} processes`);
+  console.log(
+    `\nboard limits: ${os.availableParallelism()} cores, ${SAMPLES} samples each, the bombed board at ${bombPids} of ${max} processes`,
+  );
   console.log('| measured | idle p50 / p99 (ms) | bomb p50 / p99 (ms) | p99 bomb / idle |');
   console.log('|---|---|---|---|');
   console.log(row("another board's shell echo", idleEcho, bombEcho));
   console.log(row('API call (store-all-num, HTTP)', idleApi, bombApi));
-  console.log(`holder's power reset: answered ${reset.code} in ${resetMs.toFixed(0)} ms; a new shell of the board answered ${backMs.toFixed(0)} ms after the reset began`);
+  console.log(
+    `| the service's event-loop delay p99 (ms) | ${idleLoop.toFixed(2)} | ${bombLoop.toFixed(2)} | |`,
+  );
+  console.log(
+    `holder's power reset: answered ${reset.code} in ${resetMs.toFixed(0)} ms; a new shell of the board answered ${backMs.toFixed(0)} ms after the reset began`,
+  );
 } finally {
   await t.close();
   fs.rmSync(work, { recursive: true, force: true });
