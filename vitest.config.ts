@@ -10,7 +10,9 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
           include: ['tests/integration/**/*.test.ts'],
           testTimeout: 60_000,
-          hookTimeout: 60_000,
+          // Building an app with a real lab (boards booted, PGlite migrated) took over 60 s on a loaded
+          // machine: a set-up is not a timing assertion.
+          hookTimeout: 120_000,
           pool: 'forks',
           maxWorkers: 2,
         },
