@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_RUN_DIR } from '#server/boards/local/local-driver.ts';
 import { mountsUnder } from '#server/boards/local/recovery.ts';
+import { DEFAULT_SLOT_REGISTRY, slotHolder } from '#server/boards/local/uid-slots.ts';
 
 const helpers = path.join(import.meta.dirname, 'helpers');
 
@@ -128,14 +129,26 @@ describe('a host after services killed with SIGKILL', () => {
     );
     last = run;
     expect(await run.out).toMatch(/^BOOTED 4/);
-    // Every mount under the run directory is a board of a data directory that still exists.
+    // Nothing of the killed instances' removed data directories is mounted any more: no bind of
+    // their plugins directories (bind mounts name their source in mountinfo), and the new instance's
+    // slots hold its own mounts, none of them of a deleted directory. (Slots held by other data
+    // directories that still exist — another test's, a leftover of a run killed here before — are
+    // theirs and not looked at.)
     const lines = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
-    const deleted = lines.filter((l) => l.includes(DEFAULT_RUN_DIR) && l.includes('deleted'));
-    expect(deleted).toEqual([]);
-    for (const slot of fs.readdirSync(DEFAULT_RUN_DIR).filter((n) => /^\d+$/.test(n))) {
-      for (const m of mountsUnder(path.join(DEFAULT_RUN_DIR, slot))) {
-        expect(fs.existsSync(m), m).toBe(true);
-      }
+    const underRun = lines.filter((l) => l.split(' ')[4]?.startsWith(`${DEFAULT_RUN_DIR}/`));
+    const ofKilled = underRun.filter((l) => l.includes(work) && !l.includes(dataDir));
+    expect(ofKilled).toEqual([]);
+    const mine = fs
+      .readdirSync(DEFAULT_SLOT_REGISTRY)
+      .filter(
+        (n) => /^\d+$/.test(n) && (slotHolder(DEFAULT_SLOT_REGISTRY, Number(n)) ?? '').startsWith(dataDir),
+      );
+    expect(mine).toHaveLength(4);
+    for (const slot of mine) {
+      const here = underRun.filter((l) => l.split(' ')[4]?.startsWith(`${DEFAULT_RUN_DIR}/${slot}/`));
+      expect(here.filter((l) => l.includes('//deleted'))).toEqual([]);
+      expect(here.some((l) => l.includes(`${dataDir}/plugins `))).toBe(true);
+      for (const m of mountsUnder(path.join(DEFAULT_RUN_DIR, slot))) expect(fs.existsSync(m), m).toBe(true);
     }
     // No loop device still backs onto a disk image of the killed instances' (removed) data directories.
     const loops = execFileSync('losetup', ['-l', '-n', '-O', 'BACK-FILE'], { encoding: 'utf8' });
