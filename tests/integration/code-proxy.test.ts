@@ -18,9 +18,9 @@ import { driverLookup } from '#server/shells/shells.routes.ts';
 import { HOUR_MS } from '#shared/constants.ts';
 import { CODE_LIMITS, VncClose } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
-import { makeUser, type TestUser } from './helpers/users.ts';
 import { runInBoard } from './helpers/in-board.ts';
 import { loopbackLookup } from './helpers/loopback-names.ts';
+import { makeUser, type TestUser } from './helpers/users.ts';
 
 const APP_SOURCE = fs.readFileSync(path.join(import.meta.dirname, 'helpers', 'code-board-app.cjs'), 'utf8');
 
@@ -574,16 +574,22 @@ describe('the /code/ proxy to an application inside a local board', () => {
       agent: false,
       lookup: loopbackLookup,
     });
+    let flowing: () => void = () => {};
+    const dripFlowing = new Promise<void>((r) => {
+      flowing = r;
+    });
     const dripEnded = new Promise<string>((resolve) => {
       drip.on('response', (res) => {
-        res.on('data', () => {});
+        res.on('data', () => flowing());
         res.on('aborted', () => resolve('aborted'));
         res.on('error', () => resolve('aborted'));
         res.on('end', () => resolve('end'));
       });
       drip.on('error', () => resolve('aborted'));
     });
-    await new Promise((r) => setTimeout(r, 1500));
+    // The apply ends once the body is under way (its head and a first byte arrived): an end before
+    // that is answered 410, whole, which is another case. A fixed wait raced it on a loaded machine.
+    await dripFlowing;
     const un = await api(u, '/api/device/unapply-device', { applyId: apply2 }, apply2);
     expect(un.code).toBe(20000);
     expect(await c.ended).toEqual({ code: VncClose.ended, reason: 'apply.ended' });
