@@ -190,8 +190,8 @@ build_variant() {
 		label: gpt
 		start=2048, size=$((part_kib * 2)), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=$partuuid, name=root, attrs=LegacyBIOSBootable
 	EOF
-	# U-Boot 2023.01 reads ext4 with metadata_csum but refuses the newer incompatible
-	# features some mke2fs defaults carry (metadata_csum_seed, orphan_file): keep them off.
+	# Newer mke2fs defaults add metadata_csum_seed and orphan_file, which U-Boot 2023.01's
+	# ext4 reader is not known to handle (not tried here): keep them off, as a precaution.
 	# nodiscard: on a file, a discard would punch holes over the partition table too.
 	mkfs.ext4 -q -F -L root -U "$uuid" -O ^metadata_csum_seed,^orphan_file \
 		-E "offset=$start_b,nodiscard" -d "$root" "$img" "${part_kib}k" >> "$log" 2>&1 ||
