@@ -4,7 +4,6 @@
 // the board's user killed it, and cut when the apply ends. No skipping: a host without the install
 // fails here with the reason (`.ci/run` installs it), as the desktop's tests do without Xvnc.
 import fs from 'node:fs';
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -15,39 +14,13 @@ import { driverLookup } from '#server/shells/shells.routes.ts';
 import { HOUR_MS } from '#shared/constants.ts';
 import { VncClose } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
-import { loopbackLookup } from './helpers/loopback-names.ts';
-import { makeUser, type TestUser } from './helpers/users.ts';
 import { runInBoard } from './helpers/in-board.ts';
+import { loopbackGet, loopbackLookup } from './helpers/loopback-names.ts';
+import { makeUser, type TestUser } from './helpers/users.ts';
 
 const INSTALLED = hostCodeServer(DEFAULT_CODE_SERVER_DIR) !== null;
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-function request(url: string, cookie?: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(
-      url,
-      { headers: cookie ? { cookie } : {}, agent: false, lookup: loopbackLookup },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-  });
-}
+const request = (url: string, cookie?: string) => loopbackGet(url, cookie ? { cookie } : {});
 
 /** Host processes running the installed code-server: pid, host uid, network namespace. */
 function codeServerProcesses(): { pid: number; uid: number; net: string }[] {
