@@ -56,6 +56,15 @@ function runHelper(
   return { out, kill };
 }
 
+/** A whole service on the default lab in `dataDir`, answering once every board booted (or failed). */
+const startLab = (dataDir: string) =>
+  runHelper(
+    'lab-then-die.ts',
+    { BIANBU_LAB_DIE: JSON.stringify({ dataDir }) },
+    /(BOOTED|FAILED).*\n/,
+    180_000,
+  );
+
 describe('uid slots claimed by instances starting together', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-slots-race-'));
   afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
@@ -103,12 +112,7 @@ describe('a host after services killed with SIGKILL', () => {
     const failures: string[] = [];
     for (let round = 0; round < 10; round++) {
       const dataDir = path.join(work, `data-${round}`);
-      const run = runHelper(
-        'lab-then-die.ts',
-        { BIANBU_LAB_DIE: JSON.stringify({ dataDir }) },
-        /(BOOTED|FAILED).*\n/,
-        180_000,
-      );
+      const run = startLab(dataDir);
       last = run;
       const said = await run.out.catch((err: Error) => `FAILED ${err.message}`);
       if (!said.startsWith('BOOTED 4')) failures.push(`round ${round}: ${said.trim()}`);
@@ -121,12 +125,7 @@ describe('a host after services killed with SIGKILL', () => {
 
   it('leaves no mount of a removed data directory once the next instance has started', async () => {
     const dataDir = path.join(work, 'data-final');
-    const run = runHelper(
-      'lab-then-die.ts',
-      { BIANBU_LAB_DIE: JSON.stringify({ dataDir }) },
-      /(BOOTED|FAILED).*\n/,
-      180_000,
-    );
+    const run = startLab(dataDir);
     last = run;
     expect(await run.out).toMatch(/^BOOTED 4/);
     // Nothing of the killed instances' removed data directories is mounted any more: no bind of

@@ -97,6 +97,14 @@ describe('a flash image planted with links against the host', () => {
     await expect(driver.probe()).resolves.toBeUndefined();
   };
 
+  /** Flashes an image of `entries`: refused as invalid, the host's canaries and the board as they were. */
+  const refusedHostUntouched = async (what: string, entries: Entry[]) => {
+    const file = await image(path.join(work, `${what.replace(/\W+/g, '-')}.tar`), entries);
+    await expect(driver.flash(file, () => {})).rejects.toMatchObject({ key: 'flash.image_invalid' });
+    canariesUntouched();
+    await boardKept();
+  };
+
   it.each([
     ['/tmp', (c: typeof canaries) => [PASSWD, { name: 'tmp', type: 'symlink', linkname: c.etc }]],
     [
@@ -126,24 +134,19 @@ describe('a flash image planted with links against the host', () => {
     ],
   ] as [string, (c: typeof canaries) => Entry[]][])(
     'refuses an image whose %s is a link out, and touches nothing of the host',
-    async (what, entries) => {
-      const file = await image(path.join(work, `${what.replace(/\W+/g, '-')}.tar`), entries(canaries));
-      await expect(driver.flash(file, () => {})).rejects.toMatchObject({ key: 'flash.image_invalid' });
-      canariesUntouched();
-      await boardKept();
-    },
+    (what, entries) => refusedHostUntouched(what, entries(canaries)),
     60_000,
   );
 
-  it('refuses a hard link that climbs out of the image', async () => {
-    const file = await image(path.join(work, 'hardlink.tar'), [
-      PASSWD,
-      { name: 'stolen', type: 'link', linkname: `../../../../../../..${canaries.etc}/passwd` },
-    ]);
-    await expect(driver.flash(file, () => {})).rejects.toMatchObject({ key: 'flash.image_invalid' });
-    canariesUntouched();
-    await boardKept();
-  }, 60_000);
+  it(
+    'refuses a hard link that climbs out of the image',
+    () =>
+      refusedHostUntouched('hardlink', [
+        PASSWD,
+        { name: 'stolen', type: 'link', linkname: `../../../../../../..${canaries.etc}/passwd` },
+      ]),
+    60_000,
+  );
 
   it.each([
     [
@@ -164,12 +167,7 @@ describe('a flash image planted with links against the host', () => {
     ],
   ] as [string, (c: typeof canaries) => Entry[]][])(
     'refuses entries written through %s',
-    async (what, entries) => {
-      const file = await image(path.join(work, `${what.replace(/\W+/g, '-')}.tar`), entries(canaries));
-      await expect(driver.flash(file, () => {})).rejects.toMatchObject({ key: 'flash.image_invalid' });
-      canariesUntouched();
-      await boardKept();
-    },
+    (what, entries) => refusedHostUntouched(what, entries(canaries)),
     60_000,
   );
 
