@@ -45,7 +45,7 @@ async function tool(file: string, args: string[]): Promise<void> {
 
 const octal = (v: string) =>
   v.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-const unOctal = (v: string) =>
+export const unOctal = (v: string) =>
   v.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
 
 interface MountEntry {

@@ -17,14 +17,13 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { unOctal } from './disk.ts';
 import type { HostSupport } from './host-support.ts';
 import { slotHolder, withRegistryLock } from './uid-slots.ts';
 
 const run = promisify(execFile);
 const TOOL_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 
-const unOctal = (v: string) =>
-  v.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
 
 /** Mount points at or below `dir` in this process's mount table, deepest (and latest) first. */
 export function mountsUnder(dir: string): string[] {
