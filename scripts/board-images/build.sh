@@ -241,7 +241,8 @@ build_variant() {
 	EOF
 	mv "$zst.tmp" "$zst"
 	mv "$facts.tmp" "$facts"
-	rm -rf "$work"
+	# KEEP_WORK=1 keeps the root directory and raw image, for trying changes by hand.
+	[ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
 	echo "[$(elapsed) s] $variant: done: $zst ($((zst_b / 1024 / 1024)) MiB, kernel $kver)"
 }
 

@@ -25,10 +25,13 @@ chroot "$root" passwd -d root >/dev/null
 # A getty on the serial console whatever the kernel's console= says; the network by
 # systemd-networkd. Waiting for the network would only delay the boot: nothing on the
 # board needs network-online.target.
-chroot "$root" systemctl enable serial-getty@ttyS0.service systemd-networkd.service >/dev/null 2>&1
+chroot "$root" systemctl enable serial-getty@ttyS0.service systemd-networkd.service bianbu-agent.service >/dev/null 2>&1
+# The service reaches the board through bianbu-agent (virtio-serial), not the network:
+# the network sshd stays installed for users who enable it, off by default.
+chroot "$root" systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
 chroot "$root" systemctl disable systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 # Timers that would wake an idle board under emulation for no one's benefit.
-for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do
+for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer dpkg-db-backup.timer e2scrub_reap.service; do
 	chroot "$root" systemctl mask "$unit" >/dev/null 2>&1 || true
 done
 

@@ -16,9 +16,9 @@ export type BoardState = (typeof BoardState)[keyof typeof BoardState];
 export const BOARD_STATES = Object.values(BoardState) as [BoardState, ...BoardState[]];
 export const boardState = z.enum(BOARD_STATES);
 
-export const DriverKind = { local: 'local', ssh: 'ssh' } as const;
+export const DriverKind = { local: 'local', ssh: 'ssh', qemu: 'qemu' } as const;
 export type DriverKind = (typeof DriverKind)[keyof typeof DriverKind];
-export const driverKind = z.enum(['local', 'ssh']);
+export const driverKind = z.enum(['local', 'ssh', 'qemu']);
 
 /** Stable error keys of the board lab and its drivers (worded by locales/<lng>/boards.json). */
 export const BoardErrorKey = {
@@ -140,6 +140,25 @@ export const sshDriverOptions = z.object({
 });
 export type SshDriverOptions = z.infer<typeof sshDriverOptions>;
 
+/**
+ * Options of a riscv64 board run on this host as a QEMU `virt` machine (OpenSBI, U-Boot, the kernel on
+ * its own disk): one qemu-system-riscv64 process per board, as its own host uid in its own sandbox.
+ */
+export const qemuDriverOptions = z.object({
+  /** Tag of the catalogue's disk image the board starts from and returns to when a lease ends. */
+  image: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/)
+    .default('debian-trixie-riscv64-minimal'),
+  /** Harts of the machine (`-smp`); each is a host thread under TCG. */
+  cores: z.number().int().min(1).max(8).default(2),
+  /** Guest memory (`-m`); the QEMU process takes about this plus 100 MB. */
+  memoryMb: z.number().int().min(256).max(16384).default(1024),
+  /** Per-call timeout of the channel into the board. */
+  timeoutMs: z.number().int().min(500).max(600_000).default(15_000),
+});
+export type QemuDriverOptions = z.infer<typeof qemuDriverOptions>;
+
 /** One board as the lab file or the admin API declares it. */
 export const boardDeclaration = z.discriminatedUnion('driver', [
   z.object({
@@ -157,6 +176,19 @@ export const boardDeclaration = z.discriminatedUnion('driver', [
     attributes: boardAttributes.default({}),
     driver: z.literal('ssh'),
     options: sshDriverOptions,
+  }),
+  z.object({
+    id: boardId,
+    name: z.string().min(1).max(63),
+    model: z.string().max(200).default(''),
+    attributes: boardAttributes.default({}),
+    driver: z.literal('qemu'),
+    options: qemuDriverOptions.default({
+      image: 'debian-trixie-riscv64-minimal',
+      cores: 2,
+      memoryMb: 1024,
+      timeoutMs: 15_000,
+    }),
   }),
 ]);
 export type BoardDeclaration = z.infer<typeof boardDeclaration>;

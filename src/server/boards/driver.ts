@@ -112,16 +112,31 @@ export interface FlashProgress {
   log?: string;
 }
 
+/** Root file system archives (sandbox boards) and raw disk images (QEMU riscv64 boards). */
+export type ImageFormat = 'tar' | 'tar.gz' | 'img' | 'img.gz' | 'img.xz' | 'img.zst';
+/** Which boards an image format is for: a root file system or a whole disk. */
+export type ImageKind = 'rootfs' | 'disk';
+export function imageKind(format: ImageFormat): ImageKind {
+  return format.startsWith('img') ? 'disk' : 'rootfs';
+}
+
 export interface FlashOptions {
   /** Aborts the flash while it has not swapped the new image in; the board keeps its old one. */
   signal?: AbortSignal;
+  /**
+   * The image's format as the catalogue measured it: a root file system archive ('tar', 'tar.gz') for
+   * sandbox boards, a raw disk image ('img', 'img.gz', 'img.xz', 'img.zst') for QEMU riscv64 boards.
+   */
+  format?: ImageFormat;
   /** What the serial console names as the image being booted. */
   label?: string;
 }
 
 export interface BoardDriver {
   readonly boardId: string;
-  readonly kind: 'local' | 'ssh';
+  readonly kind: 'local' | 'ssh' | 'qemu';
+  /** The image kind `flash` takes: a root file system archive or a raw disk image (ssh boards: either). */
+  readonly flashes?: ImageKind;
   capabilities(): ReadonlySet<Capability>;
 
   start(): Promise<void>;
@@ -161,7 +176,8 @@ export interface BoardDriver {
   sampleMetrics(): Promise<MetricsSample>;
   powerReset(): Promise<void>;
   /**
-   * `image` is a host path to a tar or tar.gz archive of a root file system. Phases: writing, then
+   * `image` is a host path to an image in `opts.format` (sandbox boards: a tar or tar.gz archive of a
+   * root file system; QEMU boards: a raw disk image, compressed or not). Phases: writing, then
    * verifying (what was written is read back and compared with the image), then booting; the promise
    * settles once the board runs the new image, or, on failure, the previous one.
    */

@@ -41,7 +41,7 @@ export interface LeaseRow {
   model: string;
   attributes: Record<string, string | number | boolean>;
   board_state: string;
-  driver: 'local' | 'ssh';
+  driver: 'local' | 'ssh' | 'qemu';
   apply_id: string | null;
 }
 

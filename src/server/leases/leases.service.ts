@@ -362,7 +362,7 @@ export class LeaseService {
       model: string;
       attributes: LeaseRow['attributes'];
       board_state: string;
-      driver: 'local' | 'ssh';
+      driver: 'local' | 'ssh' | 'qemu';
     },
   ): AppliedDeviceDto {
     return {

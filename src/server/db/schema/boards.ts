@@ -9,7 +9,7 @@ export const boards = pgTable('boards', {
   name: text('name').notNull(),
   model: text('model').notNull().default(''),
   attributes: jsonb('attributes').$type<Record<string, string | number | boolean>>().notNull().default({}),
-  driver: text('driver').$type<'local' | 'ssh'>().notNull(),
+  driver: text('driver').$type<'local' | 'ssh' | 'qemu'>().notNull(),
   /** Driver options as declared; secrets (password, privateKey) live here and are never answered by list calls. */
   driverOptions: jsonb('driver_options').$type<Record<string, unknown>>().notNull().default({}),
   source: text('source').$type<'default' | 'lab' | 'admin'>().notNull().default('lab'),
