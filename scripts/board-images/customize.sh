@@ -31,7 +31,7 @@ chroot "$root" systemctl enable serial-getty@ttyS0.service systemd-networkd.serv
 chroot "$root" systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
 chroot "$root" systemctl disable systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 # Timers that would wake an idle board under emulation for no one's benefit.
-for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer dpkg-db-backup.timer e2scrub_reap.service; do
+for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer dpkg-db-backup.timer e2scrub_reap.service getty@tty1.service; do
 	chroot "$root" systemctl mask "$unit" >/dev/null 2>&1 || true
 done
 

@@ -130,6 +130,8 @@ export interface FlashOptions {
   format?: ImageFormat;
   /** What the serial console names as the image being booted. */
   label?: string;
+  /** The image's catalogue tag: what the board says it runs once flashed. */
+  tag?: string;
 }
 
 export interface BoardDriver {

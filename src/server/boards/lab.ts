@@ -4,6 +4,7 @@
 // storage; every change is written to board_events and emitted on `events` ('state').
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
@@ -15,17 +16,21 @@ import {
   BoardState,
   type DriverKind,
   localDriverOptions,
+  qemuDriverOptions,
   sshDriverOptions,
 } from '#shared/boards.ts';
 import { ResultCode } from '#shared/codes.ts';
 import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
-import { defaultLab, readLabFile } from './labfile.ts';
+import { defaultLab, defaultRiscvBoards, readLabFile } from './labfile.ts';
 import { hostSupport } from './local/host-support.ts';
 import { DEFAULT_RUN_DIR, LocalDriver } from './local/local-driver.ts';
 import { BOARD_TERMINALS, machineTerminals, terminalBudget } from './local/pty-host/budget.ts';
 import { sweepHost } from './local/recovery.ts';
 import { DEFAULT_SLOT_REGISTRY } from './local/uid-slots.ts';
 import { readMetricsSince } from './metrics-store.ts';
+import { BoardImages } from './qemu/board-images.ts';
+import { qemuHostMissing } from './qemu/machine.ts';
+import { type BoardFacts, QemuDriver } from './qemu/qemu-driver.ts';
 import { SshDriver } from './ssh/ssh-driver.ts';
 
 export interface BoardRow {
@@ -109,10 +114,16 @@ export class BoardLab {
   /** How many local boards the last terminal-budget warning was for (said once per count). */
   private terminalsSaid = -1;
   readonly pluginsDir: string;
+  /** The riscv64 board images (built on a first start, in the background). */
+  readonly boardImages: BoardImages;
 
   constructor(private readonly app: FastifyInstance) {
     this.events.setMaxListeners(0);
     const cfg = app.config;
+    this.boardImages = new BoardImages(
+      path.resolve(cfg.BIANBU_BOARD_IMAGES ?? path.join(cfg.dataDir, 'images', 'board')),
+      (msg, extra) => app.log.info(extra ?? {}, msg),
+    );
     this.localBoardsRun = hostSupport().userns || cfg.BIANBU_ALLOW_UNSANDBOXED;
     this.pluginsDir = path.resolve(cfg.BIANBU_PLUGINS_DIR ?? path.join(cfg.dataDir, 'plugins'));
   }
@@ -163,6 +174,7 @@ export class BoardLab {
       if (BUSY_STATES.has(r.state)) await this.setState(r.id, BoardState.idle, 'service restarted');
     }
     const rows = await this.rows({ includeRetired: false });
+    if (rows.some((r) => r.driver === 'qemu')) void this.prepareBoardImages();
     // A large lab keeps booting in the background: the service must come up within Fastify's start
     // deadline, and a board still booting is simply not answering probes yet.
     // One share for the boards starting together, from the rows just read.
@@ -174,6 +186,20 @@ export class BoardLab {
     this.timers.push(setInterval(() => void this.sampleAll(), cfg.BIANBU_METRICS_INTERVAL_MS));
     this.timers.push(setInterval(() => void this.pruneMetrics(), 10 * 60_000));
     for (const t of this.timers) t.unref();
+  }
+
+  /**
+   * Builds the riscv64 board images if they are missing or stale (minutes, once; the log says how far
+   * it is), then lets the flash catalogue list them. Boards that wait for their default image start
+   * as soon as it is there.
+   */
+  private async prepareBoardImages(): Promise<void> {
+    await this.boardImages.ensure();
+    const images = (this.app as unknown as { flash?: { images?: { registerBoardImages?: () => Promise<void> } } })
+      .flash?.images;
+    await images?.registerBoardImages?.().catch((err: Error) =>
+      this.app.log.warn({ err: err.message }, 'riscv64 board images not added to the catalogue'),
+    );
   }
 
   async stop(): Promise<void> {
@@ -201,8 +227,19 @@ export class BoardLab {
     }
     const [{ n }] = await this.db.query<{ n: number }>('select count(*)::int as n from boards');
     if (n === 0) {
-      for (const b of defaultLab()) await this.upsert(b, 'default');
-      this.app.log.info('created the default local lab of four boards');
+      const missing = qemuHostMissing();
+      const hostMb = Math.floor(os.totalmem() / 2 ** 20);
+      const riscv = this.app.config.BIANBU_RISCV_BOARDS ?? (missing.length ? 0 : defaultRiscvBoards(hostMb));
+      if (missing.length && !this.app.config.BIANBU_RISCV_BOARDS)
+        this.app.log.warn(
+          `no riscv64 boards: QEMU is not installed here (apt-get install ${missing.join(' ')})`,
+        );
+      const lab = defaultLab(hostMb, riscv);
+      for (const b of lab) await this.upsert(b, 'default');
+      this.app.log.info(
+        { riscv64: riscv, sandbox: lab.length - riscv },
+        'created the default lab: riscv64 boards under QEMU and x86_64 sandbox boards',
+      );
     }
   }
 
@@ -242,6 +279,18 @@ export class BoardLab {
         log,
       });
     }
+    if (r.driver === 'qemu') {
+      return new QemuDriver({
+        boardId: r.id,
+        name: r.name,
+        options: qemuDriverOptions.parse(r.driver_options ?? {}),
+        boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
+        images: this.boardImages,
+        pluginsDir: this.pluginsDir,
+        log,
+        onFacts: (f) => void this.recordFacts(r.id, f),
+      });
+    }
     return new SshDriver({
       boardId: r.id,
       name: r.name,
@@ -249,6 +298,19 @@ export class BoardLab {
       boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
       log,
     });
+  }
+
+  /**
+   * What a riscv64 board's machine says of itself (harts, memory, ISA, kernel, OS) replaces what was
+   * declared: the catalogue shows the machine, not the lab file.
+   */
+  private async recordFacts(id: string, f: BoardFacts): Promise<void> {
+    const attrs: Record<string, string | number> = {};
+    for (const [k, v] of Object.entries(f)) if (v !== undefined && v !== '') attrs[k] = v;
+    if (!Object.keys(attrs).length) return;
+    await this.db
+      .query('update boards set attributes = attributes || $2::jsonb where id = $1', [id, JSON.stringify(attrs)])
+      .catch((err: Error) => this.app.log.warn({ boardId: id, err: err.message }, 'board facts not recorded'));
   }
 
   /** `terminals`: a local board's terminal share when the caller knows it (else read from storage). */
@@ -535,7 +597,8 @@ export class BoardLab {
       for (const k of SECRET_KEYS)
         if ((merged[k] === undefined || merged[k] === true) && r.driver_options[k] !== undefined)
           merged[k] = r.driver_options[k];
-      const schema = r.driver === 'local' ? localDriverOptions : sshDriverOptions;
+      const schema =
+        r.driver === 'local' ? localDriverOptions : r.driver === 'qemu' ? qemuDriverOptions : sshDriverOptions;
       const parsed = schema.safeParse(merged);
       if (!parsed.success) {
         const i = parsed.error.issues[0];

@@ -70,44 +70,80 @@ export function readLabFile(file: string): LabFile {
   return parsed.data;
 }
 
-const DEFAULT_MODELS = [
-  { model: 'Banana Pi BPI-F3', memoryMb: 4096, storageGb: 16 },
-  { model: 'Milk-V Jupiter', memoryMb: 8192, storageGb: 32 },
-  { model: 'MUSE Pi Pro', memoryMb: 8192, storageGb: 64 },
-  { model: 'Sipeed LicheePi 3A', memoryMb: 16384, storageGb: 64 },
-];
-
 /**
  * Memory the default lab may hand its boards in all: three quarters of the host's, so that boards
  * at their limits leave the host, the service and its database room (a 2-core, 24 GiB machine gave
  * its four boards 36 GiB of limits before).
  */
 export const DEFAULT_LAB_MEMORY_SHARE = 0.75;
+/** Guest memory of a default riscv64 board; its QEMU process takes about 330 MB of it idle. */
+export const RISCV_BOARD_MEMORY_MB = 1024;
+/** What a QEMU board's cgroup allows beyond its guest memory (translation cache, QEMU's own heap). */
+export const QEMU_OVERHEAD_MB = 320;
+const SANDBOX_BOARDS = 4;
+
+/** The host as a sandbox board sees it: its architecture and CPU, never a RISC-V board's. */
+function hostFacts(): { arch: string; cpu: string; cores: number } {
+  const arch = os.machine?.() ?? os.arch();
+  const cpu = os.cpus()[0]?.model?.trim() || arch;
+  return { arch, cpu, cores: os.availableParallelism() };
+}
 
 /**
- * Four sandboxed boards on this host, named board-1 .. board-4, sized from the host: each gets its
- * model's memory or an equal part of the lab's share of the host's, whichever is less, and the
- * catalogue says what it gets.
+ * How many riscv64 QEMU boards this host runs by default: one per host core, at least 2 (a 2-core,
+ * 24 GiB machine runs 2 beside the sandbox boards), at most 8, and no more than half the lab's memory
+ * share holds.
  */
-export function defaultLab(hostMemoryMb = Math.floor(os.totalmem() / 2 ** 20)): BoardDeclaration[] {
-  const share = Math.floor((hostMemoryMb * DEFAULT_LAB_MEMORY_SHARE) / DEFAULT_MODELS.length);
-  return DEFAULT_MODELS.map((model, i) => {
-    const m = { ...model, memoryMb: Math.max(256, Math.min(model.memoryMb, share)) };
+export function defaultRiscvBoards(hostMemoryMb: number, hostCores = os.availableParallelism()): number {
+  const byMemory = Math.floor((hostMemoryMb * DEFAULT_LAB_MEMORY_SHARE) / 2 / (RISCV_BOARD_MEMORY_MB + QEMU_OVERHEAD_MB));
+  return Math.max(0, Math.min(8, Math.max(2, hostCores), byMemory));
+}
+
+/**
+ * The lab of a first start, sized from the host: `riscv` riscv64 boards under QEMU (riscv-1 ..), their
+ * facts (ISA, harts, memory, kernel, OS) read from the machines once they boot, and four sandbox boards
+ * (board-1 .. board-4): x86_64 containers on this host, labelled as what they are. Each sandbox board
+ * gets an equal part of what the lab's memory share leaves, 4 GiB at most.
+ */
+export function defaultLab(
+  hostMemoryMb = Math.floor(os.totalmem() / 2 ** 20),
+  riscv = 0,
+): BoardDeclaration[] {
+  const host = hostFacts();
+  const riscvMb = riscv * (RISCV_BOARD_MEMORY_MB + QEMU_OVERHEAD_MB);
+  const share = Math.floor((hostMemoryMb * DEFAULT_LAB_MEMORY_SHARE - riscvMb) / SANDBOX_BOARDS);
+  const riscvBoards = Array.from({ length: riscv }, (_, i) =>
+    boardDeclaration.parse({
+      id: `riscv-${i + 1}`,
+      name: `riscv-${i + 1}`,
+      model: 'QEMU riscv64 virt',
+      attributes: { arch: 'riscv64', cpu: 'QEMU rv64 (TCG)', cores: 2, memoryMb: RISCV_BOARD_MEMORY_MB, storageGb: 2 },
+      driver: 'qemu',
+      options: {
+        image: i % 2 === 0 ? 'debian-trixie-riscv64-developer' : 'debian-trixie-riscv64-minimal',
+        cores: 2,
+        memoryMb: RISCV_BOARD_MEMORY_MB,
+      },
+    }),
+  );
+  const sandboxes = Array.from({ length: SANDBOX_BOARDS }, (_, i) => {
+    const memoryMb = Math.max(256, Math.min(4096, share));
     return boardDeclaration.parse({
       id: `board-${i + 1}`,
       name: `board-${i + 1}`,
-      model: m.model,
+      model: `${host.arch} sandbox`,
       attributes: {
-        cpu: 'SpacemiT K1 (X60)',
-        cores: 8,
-        memoryMb: m.memoryMb,
-        storageGb: m.storageGb,
+        cpu: host.cpu,
+        cores: host.cores,
+        memoryMb,
+        storageGb: 8,
         os: 'Bianbu 2.0',
-        arch: 'riscv64',
-        isa: 'rv64gcv',
+        arch: host.arch,
+        kind: 'sandbox',
       },
       driver: 'local',
-      options: { memoryMb: m.memoryMb, diskQuotaMb: 8192 },
+      options: { memoryMb, diskQuotaMb: 8192 },
     });
   });
+  return [...riscvBoards, ...sandboxes];
 }

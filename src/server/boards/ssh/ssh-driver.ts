@@ -28,7 +28,7 @@ import { sftpFiles } from '../sftp/sftp-files.ts';
 import { SftpWriteStream } from '../sftp/sftp-streams.ts';
 import { TempJournal } from '../sftp/temp-journal.ts';
 import { withTimeout } from '../util.ts';
-import { SshPool } from './pool.ts';
+import { type PrivateChannel, SshPool } from './pool.ts';
 import { shCommand, shQuote } from './quote.ts';
 
 /** A plugin's name: the same shape local boards accept (see local-driver.ts). */
@@ -46,6 +46,8 @@ export interface SshBoardInit {
   boardDir?: string;
   /** Temporary files of writes in progress, kept on the host (default: in `boardDir`). */
   journal?: TempJournal;
+  /** A stream to the board's sshd other than TCP (QEMU boards' virtio-serial port). */
+  channel?: PrivateChannel;
 }
 
 export class SshDriver implements BoardDriver {
@@ -68,7 +70,7 @@ export class SshDriver implements BoardDriver {
     this.log = init.log;
     this.journal =
       init.journal ?? (init.boardDir ? new TempJournal(path.join(init.boardDir, 'uploads.journal')) : undefined);
-    this.pool = new SshPool(init.options, init.log);
+    this.pool = new SshPool(init.options, init.log, init.channel);
     this.files = sftpFiles({
       sftp: () => this.sftp(),
       rootDir: this.o.rootDir,
@@ -131,6 +133,11 @@ export class SshDriver implements BoardDriver {
     for (const ch of this.open) ch.close();
     this.open.clear();
     this.pool.close();
+  }
+
+  /** Drops the pooled connections (the board restarted: they are dead); the next call opens one. */
+  dropConnections(): void {
+    this.pool.reset();
   }
 
   async probe(timeoutMs = 3000): Promise<void> {

@@ -1,0 +1,367 @@
+// One riscv64 QEMU `virt` machine: the process, its monitor (QMP), its serial line and the socket of
+// the service's channel into it. Lifecycle: `powerOn()` spawns qemu-system-riscv64 in the foreground
+// (QEMU's `-sandbox ... spawn=deny` excludes `-daemonize`) and connects the serial line before the
+// machine runs (the serial socket is created with wait=on, so not a byte of OpenSBI's banner is lost),
+// then the monitor; `reset()` is QMP `system_reset`; `powerOff()` ends the process (quit, then a kill).
+// A machine that dies on its own (a guest cannot make `virt` power off: it has no power button, but a
+// crash of QEMU can) emits 'exit'.
+//
+// Confinement: the process runs as the board's own host uid (never root), with no capabilities and
+// no_new_privs, in bubblewrap's new user, network, pid, ipc and uts namespaces (no network at all:
+// the guest has no NIC, the service reaches it over virtio-serial), seeing of the host only /usr
+// read-only and the board's run directory (its sockets and its disk), inside the board's cgroups,
+// and QEMU's own seccomp filter (`-sandbox on`) on top.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { DriverError } from '../driver.ts';
+import { withTimeout } from '../util.ts';
+import { Qmp } from './qmp.ts';
+
+export const QEMU_BINARY = '/usr/bin/qemu-system-riscv64';
+/** Debian's opensbi package: the generic platform's fw_dynamic (M-mode firmware). */
+export const OPENSBI_FIRMWARE = '/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin';
+/** Debian's u-boot-qemu package: U-Boot for `virt` in S-mode, OpenSBI's payload. */
+export const UBOOT_SMODE = '/usr/lib/u-boot/qemu-riscv64_smode/u-boot.bin';
+/** The virtio-serial port the board's agent (sshd -i) listens on, by name. */
+export const AGENT_PORT_NAME = 'org.bianbu.agent';
+
+export interface MachineSpec {
+  cores: number;
+  memoryMb: number;
+  /** Host uid (and gid) the machine runs as. */
+  uid: number;
+  /** The board's run directory: the service's listening sockets; root's, mode 0711. */
+  runDir: string;
+  /** The disk image, a raw file in the service's own directory, handed to QEMU as a descriptor. */
+  diskFile: string;
+  /** Shell text that joins the board's cgroups (BoardCgroups.joinScript), or ''. */
+  cgroupJoin: string;
+  /** Prefix of the process's argv that drops to `uid` and sandboxes it; [] runs QEMU as is (tests). */
+  sandbox: boolean;
+  log?: (msg: string, extra?: Record<string, unknown>) => void;
+}
+
+/** Which host programs a QEMU board needs, and the one line that installs them. */
+export function qemuHostMissing(): string[] {
+  const need: [string, string][] = [
+    [QEMU_BINARY, 'qemu-system-misc'],
+    [OPENSBI_FIRMWARE, 'opensbi'],
+    [UBOOT_SMODE, 'u-boot-qemu'],
+    ['/usr/bin/bwrap', 'bubblewrap'],
+    ['/usr/bin/setpriv', 'util-linux'],
+  ];
+  return need.filter(([f]) => !fs.existsSync(f)).map(([, pkg]) => pkg);
+}
+
+/**
+ * QEMU's arguments. Every socket is the service's: QEMU connects to listeners the service made in a
+ * directory QEMU cannot write (so a compromised QEMU cannot plant links or sockets for the service to
+ * follow), and `reconnect=1` brings a dropped one back. The disk is a descriptor the service opened
+ * (fds 3 and 4, an fdset): QEMU never opens a host path of it.
+ */
+export function qemuArgs(spec: Pick<MachineSpec, 'cores' | 'memoryMb'>, dir: string): string[] {
+  return [
+    '-machine',
+    'virt',
+    '-smp',
+    String(spec.cores),
+    '-m',
+    `${spec.memoryMb}M`,
+    // A bounded translation cache: QEMU's default for TCG is 1 GiB of host memory per machine.
+    '-accel',
+    'tcg,tb-size=64',
+    '-nodefaults',
+    '-no-user-config',
+    '-display',
+    'none',
+    '-bios',
+    OPENSBI_FIRMWARE,
+    '-kernel',
+    UBOOT_SMODE,
+    // QEMU takes from the set a descriptor of the access mode it asks for: one of each.
+    '-add-fd',
+    'fd=3,set=1,opaque=disk-rw',
+    '-add-fd',
+    'fd=4,set=1,opaque=disk-ro',
+    '-drive',
+    'file=/dev/fdset/1,format=raw,if=none,id=hd0,cache=writeback',
+    '-device',
+    'virtio-blk-device,drive=hd0',
+    '-device',
+    'virtio-rng-device',
+    '-chardev',
+    `socket,id=ser0,path=${dir}/serial.sock,reconnect=1`,
+    '-serial',
+    'chardev:ser0',
+    '-device',
+    'virtio-serial-device',
+    '-chardev',
+    `socket,id=agent,path=${dir}/agent.sock,reconnect=1`,
+    '-device',
+    `virtserialport,chardev=agent,name=${AGENT_PORT_NAME}`,
+    '-chardev',
+    `socket,id=mon,path=${dir}/qmp.sock,reconnect=1`,
+    '-mon',
+    'chardev=mon,mode=control',
+    '-sandbox',
+    'on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny',
+  ];
+}
+
+/** The whole argv: cgroups joined, the board's uid, no capabilities, bubblewrap's namespaces, QEMU. */
+export function machineArgv(spec: MachineSpec): string[] {
+  const inside = '/run/board';
+  const qemu = [QEMU_BINARY, ...qemuArgs(spec, spec.sandbox ? inside : spec.runDir)];
+  if (!spec.sandbox) return qemu;
+  const id = String(spec.uid);
+  return [
+    '/bin/sh',
+    '-c',
+    `cd / || exit 125; ${spec.cgroupJoin}exec "$@"`,
+    'bianbu-qemu',
+    '/usr/bin/nice',
+    '-n',
+    '5',
+    '/usr/bin/setpriv',
+    `--reuid=${id}`,
+    `--regid=${id}`,
+    '--clear-groups',
+    '--bounding-set=-all',
+    '--inh-caps=-all',
+    '--no-new-privs',
+    '--',
+    '/usr/bin/bwrap',
+    '--unshare-user',
+    '--unshare-net',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--ro-bind',
+    spec.runDir,
+    inside,
+    '--chdir',
+    '/',
+    '--',
+    ...qemu,
+  ];
+}
+
+/**
+ * A unix socket the service listens on for QEMU's one connection (QEMU is the client). `next()` answers
+ * the connection QEMU holds now, or waits for its next one (QEMU reconnects within a second).
+ */
+export class Listener {
+  private readonly server: net.Server;
+  private current: net.Socket | null = null;
+  private waiters: Array<(s: net.Socket) => void> = [];
+  private handedOut = false;
+
+  constructor(
+    readonly file: string,
+    uid: number,
+    private readonly onSocket?: (s: net.Socket) => void,
+  ) {
+    fs.rmSync(file, { force: true });
+    this.server = net.createServer((s) => this.accept(s));
+    this.server.listen(file);
+    this.uid = uid;
+  }
+
+  private readonly uid: number;
+
+  async ready(): Promise<void> {
+    if (!this.server.listening) await new Promise<void>((r, j) => this.server.once('listening', r).once('error', j));
+    // Only the board's uid (and root) may connect: the directory is root's, the socket the board's.
+    fs.chownSync(this.file, this.uid, this.uid);
+    fs.chmodSync(this.file, 0o600);
+  }
+
+  private accept(s: net.Socket): void {
+    s.on('error', () => {});
+    if (this.current && !this.current.destroyed) {
+      s.destroy();
+      return;
+    }
+    this.current = s;
+    this.handedOut = false;
+    s.once('close', () => {
+      if (this.current === s) this.current = null;
+    });
+    this.onSocket?.(s);
+    const w = this.waiters.shift();
+    if (w) {
+      this.handedOut = true;
+      w(s);
+    }
+  }
+
+  /** The connection QEMU holds, once: a second call drops it and waits for QEMU's next one. */
+  next(timeoutMs: number): Promise<net.Socket> {
+    if (this.current && !this.current.destroyed && !this.handedOut) {
+      this.handedOut = true;
+      return Promise.resolve(this.current);
+    }
+    this.current?.destroy();
+    const got = new Promise<net.Socket>((resolve) => this.waiters.push(resolve));
+    return withTimeout(got, timeoutMs, 'board channel');
+  }
+
+  close(): void {
+    this.current?.destroy();
+    this.server.close();
+    fs.rmSync(this.file, { force: true });
+  }
+}
+
+export class Machine extends EventEmitter {
+  private proc: ChildProcess | null = null;
+  private qmp: Qmp | null = null;
+  private serial: net.Socket | null = null;
+  private serialL: Listener | null = null;
+  private qmpL: Listener | null = null;
+  agent: Listener | null = null;
+  private stderr = '';
+  /** Power-ons and resets since the service started: each starts a new boot. */
+  boots = 0;
+
+  constructor(private readonly spec: MachineSpec) {
+    super();
+  }
+
+  get running(): boolean {
+    return this.proc !== null && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  private listen(): void {
+    const dir = this.spec.runDir;
+    this.serialL ??= new Listener(path.join(dir, 'serial.sock'), this.spec.uid, (s) => this.attachSerial(s));
+    this.qmpL ??= new Listener(path.join(dir, 'qmp.sock'), this.spec.uid);
+    this.agent ??= new Listener(path.join(dir, 'agent.sock'), this.spec.uid);
+  }
+
+  /** Starts the machine; resolves once it runs with its serial line and monitor connected. */
+  async powerOn(): Promise<void> {
+    if (this.running) return;
+    this.listen();
+    await Promise.all([this.serialL!.ready(), this.qmpL!.ready(), this.agent!.ready()]);
+    const argv = machineArgv(this.spec);
+    this.stderr = '';
+    const rw = fs.openSync(this.spec.diskFile, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW);
+    let ro: number | null = null;
+    let proc: ChildProcess;
+    try {
+      ro = fs.openSync(this.spec.diskFile, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      proc = spawn(argv[0], argv.slice(1), {
+        stdio: ['ignore', 'ignore', 'pipe', rw, ro],
+        env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
+      });
+    } finally {
+      fs.closeSync(rw);
+      if (ro !== null) fs.closeSync(ro);
+    }
+    this.proc = proc;
+    proc.stderr?.setEncoding('utf8');
+    proc.stderr?.on('data', (d: string) => {
+      if (this.stderr.length < 8192) this.stderr += d;
+    });
+    proc.once('exit', (code, signal) => {
+      if (this.proc === proc) {
+        this.proc = null;
+        this.qmp?.close();
+        this.qmp = null;
+        this.emit('exit', { code, signal, stderr: this.stderr.trim().slice(-500) });
+      }
+    });
+    try {
+      const exited = new Promise<never>((_, reject) => proc.once('exit', () => reject(new Error('QEMU exited'))));
+      const sock = await Promise.race([this.qmpL!.next(20_000), exited]);
+      this.qmp = await Promise.race([Qmp.over(sock), exited]);
+      this.qmp.on('event', (e: { event?: string }) => {
+        if (e.event === 'RESET') this.onBoot('reset');
+      });
+      this.onBoot('power-on');
+    } catch (err) {
+      proc.kill('SIGKILL');
+      const why = this.stderr.trim().split('\n').slice(-3).join(' ');
+      throw new DriverError('driver.failed', `The machine did not start: ${(err as Error).message}${why ? ` (${why})` : ''}`);
+    }
+  }
+
+  private onBoot(reason: 'power-on' | 'reset'): void {
+    this.boots++;
+    this.emit('boot', reason);
+  }
+
+  private attachSerial(sock: net.Socket): void {
+    this.serial = sock;
+    sock.on('data', (d: Buffer) => this.emit('serial', d));
+    sock.on('close', () => {
+      if (this.serial === sock) this.serial = null;
+    });
+  }
+
+  /** Keystrokes for the serial line (the board's ttyS0). */
+  writeSerial(data: string | Buffer): void {
+    this.serial?.write(data);
+  }
+
+  /** QMP `system_reset`: the machine restarts at OpenSBI, whatever the guest is doing. */
+  async reset(): Promise<void> {
+    if (!this.qmp) throw new DriverError('board.not_running', 'The machine is off');
+    await this.qmp.execute('system_reset');
+  }
+
+  async query<T>(command: string): Promise<T> {
+    if (!this.qmp) throw new DriverError('board.not_running', 'The machine is off');
+    return this.qmp.execute<T>(command);
+  }
+
+  /** Ends the machine: QMP `quit`, then SIGKILL if it lingers. */
+  async powerOff(): Promise<void> {
+    const proc = this.proc;
+    if (!proc || !this.running) return;
+    const gone = new Promise<void>((r) => proc.once('exit', () => r()));
+    await this.qmp?.execute('quit', undefined, 2000).catch(() => {});
+    await withTimeout(gone, 3000, 'QEMU quit').catch(() => {
+      proc.kill('SIGKILL');
+      return withTimeout(gone, 5000, 'QEMU kill').catch(() => {});
+    });
+  }
+
+  /** Powers off and removes the listeners. */
+  async close(): Promise<void> {
+    await this.powerOff();
+    for (const l of [this.serialL, this.qmpL, this.agent]) l?.close();
+    this.serialL = this.qmpL = this.agent = null;
+  }
+}

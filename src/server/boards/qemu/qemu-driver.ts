@@ -1,0 +1,532 @@
+// A riscv64 board on this host: a QEMU `virt` machine (machine.ts) booted by OpenSBI and U-Boot from
+// its own raw disk (`<boardDir>/disk.img`), the image's own extlinux.conf, kernel and initrd.
+// Lifecycle: `start()` gives the board its host uid and cgroups, writes its default image onto its
+// disk when it has none, and powers it on; the board then boots on its own (a minute or so under TCG)
+// while the service goes on. Serial console: the machine's ttyS0, every byte from power-on kept in a
+// ring across resets and flashes; the service writes nothing into it. Shells, files, metrics and
+// plugins go through the board's agent (bianbu-agent in the images: sshd on a virtio-serial port), an
+// SSH connection over a stream only the host reaches; an image without the agent still has its serial
+// console, and calls that need the agent say so (`board.no_agent`). Power: QMP `system_reset`, off and
+// on by ending and starting the process. Facts (ISA, harts, memory, kernel, OS) are read from the
+// machine, never from the lab file.
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Duplex } from 'node:stream';
+import type { QemuDriverOptions } from '#shared/boards.ts';
+import {
+  type BoardDriver,
+  Capability,
+  DriverError,
+  type FlashOptions,
+  type FlashProgress,
+  imageKind,
+  type MetricsSample,
+  type PtyHandle,
+  type PtySize,
+} from '../driver.ts';
+import { BoardCgroups, cpuBound } from '../local/cgroups.ts';
+import { hostSupport } from '../local/host-support.ts';
+import { DEFAULT_RUN_DIR } from '../local/local-driver.ts';
+import { claimIdentity, DEFAULT_SLOT_REGISTRY } from '../local/uid-slots.ts';
+import { shQuote } from '../ssh/quote.ts';
+import { SshDriver } from '../ssh/ssh-driver.ts';
+import { ByteRing, sleep, withTimeout } from '../util.ts';
+import type { BoardImages } from './board-images.ts';
+import { Machine } from './machine.ts';
+import { RawImageError, verifyRawImage, writeRawImage } from './raw-image.ts';
+
+/** Largest disk a flash may write (decompressed): bombs stop here. */
+export const MAX_DISK_BYTES = 64 * 1024 ** 3;
+/** How long a call that needs the agent waits for a booting board's agent. */
+const BOOT_WAIT_MS = 300_000;
+/** How long after the serial console's `login:` an agent that never answered counts as absent. */
+const AGENT_GRACE_MS = 45_000;
+const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const MAX_PLUGIN_BYTES = 96 * 1024;
+
+/** What the machine says it is: what the catalogue shows of a QEMU board. */
+export interface BoardFacts {
+  arch?: string;
+  isa?: string;
+  cores?: number;
+  memoryMb?: number;
+  kernel?: string;
+  os?: string;
+  image?: string;
+}
+
+export interface QemuBoardInit {
+  boardId: string;
+  name: string;
+  options: QemuDriverOptions;
+  boardDir: string;
+  images: BoardImages;
+  runDir?: string;
+  uidRegistry?: string;
+  /** The lab's plugins directory (host files; a riscv64 board runs scripts of it). */
+  pluginsDir?: string;
+  log?: (msg: string, extra?: Record<string, unknown>) => void;
+  /** Facts read from the machine as they come (each boot, each flash). */
+  onFacts?: (facts: BoardFacts) => void;
+}
+
+type AgentState = 'booting' | 'ready' | 'absent';
+
+export class QemuDriver implements BoardDriver {
+  readonly kind = 'qemu' as const;
+  readonly flashes = 'disk' as const;
+  readonly boardId: string;
+  readonly files: BoardDriver['files'];
+  private readonly o: QemuDriverOptions;
+  private machine: Machine | null = null;
+  private ssh: SshDriver | null = null;
+  private cgroups: BoardCgroups | null = null;
+  private readonly ring = new ByteRing(512 * 1024);
+  private readonly serialOut = new EventEmitter();
+  private serialText = '';
+  private agent: AgentState = 'booting';
+  private readonly agentEvents = new EventEmitter();
+  private loginSeenAt = 0;
+  private boot = 0;
+  private facts: BoardFacts = {};
+  private stopped = false;
+  private readonly diskFile: string;
+
+  constructor(private readonly init: QemuBoardInit) {
+    this.boardId = init.boardId;
+    this.o = init.options;
+    this.diskFile = path.join(init.boardDir, 'disk.img');
+    this.serialOut.setMaxListeners(0);
+    this.agentEvents.setMaxListeners(0);
+    const wrap =
+      <A extends unknown[], R>(fn: (f: BoardDriver['files']) => (...a: A) => Promise<R>) =>
+      async (...a: A): Promise<R> => {
+        const ssh = await this.untilAgent();
+        return fn(ssh.files)(...a);
+      };
+    this.files = {
+      list: wrap((f) => f.list),
+      stat: wrap((f) => f.stat),
+      read: wrap((f) => f.read),
+      write: wrap((f) => f.write),
+      remove: wrap((f) => f.remove),
+      mkdir: wrap((f) => f.mkdir),
+      rename: wrap((f) => f.rename),
+      readlink: wrap((f) => f.readlink),
+      createReadStream: wrap((f) => f.createReadStream),
+      createWriteStream: wrap((f) => f.createWriteStream),
+      freeSpace: wrap((f) => f.freeSpace),
+    };
+  }
+
+  capabilities(): ReadonlySet<Capability> {
+    return new Set([
+      Capability.shell,
+      Capability.serial,
+      Capability.files,
+      Capability.metrics,
+      Capability.powerReset,
+      Capability.flash,
+      Capability.plugin,
+    ]);
+  }
+
+  /** The agent's state and the last boot's facts, for the lab and tests. */
+  get state(): { agent: AgentState; boots: number; facts: BoardFacts; running: boolean } {
+    return { agent: this.agent, boots: this.boot, facts: { ...this.facts }, running: this.machine?.running ?? false };
+  }
+
+  // ---- start and stop ---------------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    fs.mkdirSync(this.init.boardDir, { recursive: true, mode: 0o700 });
+    fs.chmodSync(this.init.boardDir, 0o700);
+    const host = hostSupport();
+    const id = await claimIdentity(this.init.boardDir, this.init.uidRegistry ?? DEFAULT_SLOT_REGISTRY);
+    const runRoot = this.init.runDir ?? DEFAULT_RUN_DIR;
+    fs.mkdirSync(runRoot, { recursive: true, mode: 0o711 });
+    fs.chmodSync(runRoot, 0o711);
+    // The machine's sockets: the service's, in a directory the machine can pass through but not write.
+    const runDir = path.join(runRoot, String(id.slot));
+    fs.mkdirSync(runDir, { recursive: true, mode: 0o711 });
+    fs.chownSync(runDir, 0, 0);
+    fs.chmodSync(runDir, 0o711);
+    this.cgroups = new BoardCgroups(`${this.boardId}-${id.slot}`, host.cgroups, {
+      // Guest memory, QEMU's translation cache (64 MiB) and its own heap.
+      memoryBytes: (this.o.memoryMb + 320) * 1024 * 1024,
+      pids: 256,
+      cpus: cpuBound(this.o.cores, os.availableParallelism()),
+    });
+    this.cgroups.create();
+    for (const f of this.cgroups.failures) this.init.log?.(`board limit not enforced: ${f}`);
+    await this.cgroups.killAll();
+    this.machine = new Machine({
+      cores: this.o.cores,
+      memoryMb: this.o.memoryMb,
+      uid: id.base,
+      runDir,
+      diskFile: this.diskFile,
+      cgroupJoin: this.cgroups.joinScript(),
+      sandbox: true,
+      log: this.init.log,
+    });
+    this.machine.on('serial', (d: Buffer) => this.onSerial(d));
+    this.machine.on('boot', (reason: string) => this.onBoot(reason));
+    this.machine.on('exit', (e: { code: number | null; signal: string | null; stderr: string }) => {
+      if (!this.stopped) this.init.log?.('the board machine exited', e);
+      this.setAgent('booting');
+      this.ssh?.dropConnections();
+    });
+    const machine = this.machine;
+    this.ssh = new SshDriver({
+      boardId: this.boardId,
+      name: this.init.name,
+      boardDir: this.init.boardDir,
+      log: this.init.log,
+      options: {
+        host: 'board-agent',
+        port: 22,
+        user: 'root',
+        password: '',
+        hostKeyFingerprint: `SHA256:${'A'.repeat(43)}`,
+        rootDir: '/',
+        timeoutMs: this.o.timeoutMs,
+        vncPort: null,
+        codeServerPort: null,
+        commands: {},
+      },
+      channel: {
+        maxChannels: 100,
+        connect: async () => {
+          if (!machine.agent) throw new DriverError('board.not_running', 'The machine is off');
+          return machine.agent.next(5000);
+        },
+      },
+    });
+    // A first start (or a disk lost): the default image goes onto the board's disk first.
+    if (!fs.existsSync(this.diskFile)) await this.writeDefaultImage();
+    else {
+      let tag = '';
+      try {
+        tag = fs.readFileSync(`${this.diskFile}.image`, 'utf8').trim();
+      } catch {}
+      if (tag) this.setFacts({ image: tag });
+    }
+    await this.machine.powerOn();
+    void this.watchAgent();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.agentEvents.emit('change');
+    await this.ssh?.stop().catch(() => {});
+    await this.machine?.close();
+    await this.cgroups?.killAll();
+  }
+
+  /** The machine runs and its monitor answers: what liveness means for a board the host powers. */
+  async probe(timeoutMs = 3000): Promise<void> {
+    if (!this.machine?.running) throw new DriverError('board.offline', 'The board machine is not running');
+    const st = await withTimeout(this.machine.query<{ status: string }>('query-status'), timeoutMs, 'QMP status');
+    if (st.status !== 'running') throw new DriverError('board.offline', `The board machine is ${st.status}`);
+  }
+
+  // ---- serial console and boot ------------------------------------------------------------------
+
+  private onSerial(d: Buffer): void {
+    this.ring.push(d);
+    this.serialOut.emit('data', d);
+    // Boot facts from what the machine prints: the kernel names itself, getty shows its prompt.
+    this.serialText = (this.serialText + d.toString('latin1')).slice(-4096);
+    const k = /Linux version (\S+)/.exec(this.serialText);
+    if (k && this.facts.kernel !== k[1]) this.setFacts({ kernel: k[1] });
+    if (!this.loginSeenAt && /login: ?$/m.test(this.serialText)) this.loginSeenAt = Date.now();
+  }
+
+  private onBoot(reason: string): void {
+    this.boot++;
+    this.loginSeenAt = 0;
+    this.serialText = '';
+    this.setAgent('booting');
+    this.ssh?.dropConnections();
+    this.init.log?.('board machine boots', { reason, boot: this.boot });
+    void this.machineFacts();
+  }
+
+  /** Harts and memory as QEMU runs them. */
+  private async machineFacts(): Promise<void> {
+    try {
+      const cpus = await this.machine!.query<unknown[]>('query-cpus-fast');
+      const mem = await this.machine!.query<{ 'base-memory': number }>('query-memory-size-summary');
+      this.setFacts({ cores: cpus.length, memoryMb: Math.round(mem['base-memory'] / 2 ** 20) });
+    } catch {}
+  }
+
+  private setFacts(f: BoardFacts): void {
+    this.facts = { ...this.facts, ...f };
+    this.init.onFacts?.(f);
+  }
+
+  private setAgent(s: AgentState): void {
+    if (this.agent === s) return;
+    this.agent = s;
+    this.agentEvents.emit('change');
+  }
+
+  /**
+   * Each boot: try the agent until it answers, then read the facts the guest knows. An image without
+   * the agent (its serial console at `login:` for a while and no answer) is marked absent; tries go on
+   * more slowly, since a user may install an agent.
+   */
+  private async watchAgent(): Promise<void> {
+    while (!this.stopped) {
+      const boot = this.boot;
+      if (this.agent === 'ready' || !this.machine?.running) {
+        await sleep(1000);
+        continue;
+      }
+      try {
+        const r = await this.ssh!.exec(
+          'uname -m; uname -r; nproc; sed -n "s/^isa[[:space:]]*: //p" /proc/cpuinfo | head -n1; . /etc/os-release && echo "$PRETTY_NAME"',
+          20_000,
+        );
+        if (boot !== this.boot || r.code !== 0) continue;
+        const [arch, kernel, nproc, isa, osName] = r.stdout.split('\n').map((l) => l.trim());
+        this.setFacts({ arch, kernel, isa, os: osName, ...(Number(nproc) > 0 ? { cores: Number(nproc) } : {}) });
+        this.setAgent('ready');
+      } catch {
+        if (boot !== this.boot) continue;
+        if (this.loginSeenAt && Date.now() - this.loginSeenAt > AGENT_GRACE_MS) this.setAgent('absent');
+        await sleep(this.agent === 'absent' ? 10_000 : 1000);
+      }
+    }
+  }
+
+  /** The agent's SSH driver once the agent answers this boot. */
+  private async untilAgent(waitMs = BOOT_WAIT_MS): Promise<SshDriver> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      if (this.stopped || !this.ssh) throw new DriverError('board.not_running', 'The board is stopped');
+      if (this.agent === 'ready') return this.ssh;
+      if (this.agent === 'absent')
+        throw new DriverError(
+          'board.no_agent',
+          "This board's image has no Bianbu agent: its serial console works, shells and files need the agent",
+        );
+      const left = deadline - Date.now();
+      if (left <= 0) throw new DriverError('board.booting', 'The board is still booting');
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, Math.min(left, 1000));
+        this.agentEvents.once('change', () => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+
+  async openSerial(_size: PtySize): Promise<PtyHandle> {
+    if (!this.machine) throw new DriverError('board.not_running', 'The board is stopped');
+    const machine = this.machine;
+    const dataFns = new Set<(c: Buffer) => void>();
+    const exitFns = new Set<(i: { exitCode: number | null; reason?: string }) => void>();
+    let paused = false;
+    const held: Buffer[] = [];
+    const deliver = (c: Buffer) => {
+      if (paused) held.push(c);
+      else for (const fn of dataFns) fn(c);
+    };
+    const onData = (c: Buffer) => deliver(c);
+    this.serialOut.on('data', onData);
+    const replay = this.ring.snapshot();
+    let closed = false;
+    return {
+      write: (d) => machine.writeSerial(d),
+      resize: () => {},
+      onData: (fn) => {
+        dataFns.add(fn);
+        if (replay.length && dataFns.size === 1) setImmediate(() => fn(replay));
+        return () => dataFns.delete(fn);
+      },
+      onExit: (fn) => {
+        exitFns.add(fn);
+        return () => exitFns.delete(fn);
+      },
+      pause: () => {
+        paused = true;
+      },
+      resume: () => {
+        paused = false;
+        for (const c of held.splice(0)) for (const fn of dataFns) fn(c);
+      },
+      close: () => {
+        if (closed) return;
+        closed = true;
+        this.serialOut.off('data', onData);
+        for (const fn of exitFns) fn({ exitCode: 0, reason: 'closed' });
+      },
+    };
+  }
+
+  // ---- through the agent ------------------------------------------------------------------------
+
+  async openShell(size: PtySize, env: Record<string, string> = {}): Promise<PtyHandle> {
+    return (await this.untilAgent()).openShell(size, env);
+  }
+
+  async sampleMetrics(): Promise<MetricsSample> {
+    if (this.agent !== 'ready') throw new DriverError('board.booting', 'The board is not answering yet');
+    return this.ssh!.sampleMetrics();
+  }
+
+  /** A plugin (a host file of the lab's plugins directory) runs inside the board: a script, as riscv64 needs. */
+  async callPlugin(topic: string, data: string, nodeId: string): Promise<string> {
+    if (!PLUGIN_NAME.test(topic)) throw new DriverError('plugin.unknown', 'Unknown plugin');
+    if (!this.init.pluginsDir) throw new DriverError('plugin.unknown', `No plugin named ${topic}`);
+    const file = path.join(this.init.pluginsDir, topic);
+    let body: Buffer;
+    try {
+      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      try {
+        const st = fs.fstatSync(fd);
+        if (!st.isFile() || !(st.mode & 0o111)) throw new Error('not executable');
+        if (st.size > MAX_PLUGIN_BYTES) throw new DriverError('plugin.failed', 'The plugin is too large for a riscv64 board');
+        body = fs.readFileSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch (err) {
+      if (err instanceof DriverError) throw err;
+      throw new DriverError('plugin.unknown', `No plugin named ${topic}`);
+    }
+    const ssh = await this.untilAgent(this.o.timeoutMs);
+    const target = `/run/bianbu-plugins/${topic}`;
+    const cmd =
+      `umask 077 && mkdir -p /run/bianbu-plugins && printf %s ${shQuote(body.toString('base64'))} | base64 -d > ${shQuote(target)} && ` +
+      `chmod 700 ${shQuote(target)} && exec ${shQuote(target)} ${shQuote(topic)} ${shQuote(data)} ${shQuote(nodeId)}`;
+    const r = await ssh.exec(cmd, this.o.timeoutMs * 2);
+    if (r.code !== 0) throw new DriverError('plugin.failed', r.stderr.trim().slice(-500) || `exit code ${r.code}`);
+    return r.stdout;
+  }
+
+  async connectPort(_port: number): Promise<Duplex> {
+    throw new DriverError('capability.unsupported', 'This board has no network ports to reach yet');
+  }
+
+  // ---- power ------------------------------------------------------------------------------------
+
+  /** QMP `system_reset`: works on a guest that hangs or panicked; a machine that is off is started. */
+  async powerReset(): Promise<void> {
+    if (!this.machine) throw new DriverError('board.not_running', 'The board is stopped');
+    if (this.machine.running) await this.machine.reset();
+    else await this.machine.powerOn();
+  }
+
+  async powerOff(): Promise<void> {
+    await this.machine?.powerOff();
+  }
+
+  async powerOn(): Promise<void> {
+    await this.machine?.powerOn();
+  }
+
+  // ---- disk -------------------------------------------------------------------------------------
+
+  private async writeDefaultImage(onProgress?: (p: FlashProgress) => void, signal?: AbortSignal): Promise<void> {
+    let img = this.init.images.find(this.o.image);
+    if (!img) {
+      this.init.log?.('waiting for the board image to be built', { image: this.o.image });
+      await this.init.images.ensure();
+      img = this.init.images.find(this.o.image);
+    }
+    if (!img) throw new DriverError('board.image_missing', `The board image ${this.o.image} is not built`);
+    await this.replaceDisk(img.file, onProgress ?? (() => {}), { signal, format: 'img.zst', label: this.o.image, tag: this.o.image }, img.facts.rawBytes);
+  }
+
+  /**
+   * Writes `image` to a new file beside the disk, reads it back against the written hash, and only then,
+   * the machine off, renames it over the disk. A failure or cancel leaves the old disk as it was.
+   */
+  private async replaceDisk(
+    image: string,
+    onProgress: (p: FlashProgress) => void,
+    opts: FlashOptions,
+    expectBytes?: number,
+  ): Promise<void> {
+    const next = `${this.diskFile}.next`;
+    fs.rmSync(next, { force: true });
+    try {
+      onProgress({ phase: 'writing', percent: 0, log: `writing ${opts.label ?? path.basename(image)} to the board's disk` });
+      const written = await writeRawImage(image, next, {
+        maxBytes: MAX_DISK_BYTES,
+        signal: opts.signal,
+        onProgress: (done) =>
+          onProgress({
+            phase: 'writing',
+            percent: expectBytes ? Math.min(99, Math.floor((done / expectBytes) * 100)) : 0,
+            bytesDone: done,
+            bytesTotal: expectBytes,
+          }),
+      });
+      onProgress({ phase: 'writing', percent: 100, bytesDone: written.bytes, bytesTotal: written.bytes });
+      onProgress({ phase: 'verifying', percent: 0, log: `sha256 ${written.sha256}` });
+      await verifyRawImage(next, written, {
+        signal: opts.signal,
+        onProgress: (done) =>
+          onProgress({
+            phase: 'verifying',
+            percent: Math.min(99, Math.floor((done / written.bytes) * 100)),
+            bytesDone: done,
+            bytesTotal: written.bytes,
+          }),
+      });
+      onProgress({ phase: 'verifying', percent: 100, bytesDone: written.bytes, bytesTotal: written.bytes });
+      if (opts.signal?.aborted) throw new DriverError('flash.cancelled', 'Cancelled');
+      const wasOn = this.machine?.running ?? false;
+      await this.machine?.powerOff();
+      fs.renameSync(next, this.diskFile);
+      // Which image the disk holds now, for the catalogue (what the label names, or the file's name).
+      const tag = opts.tag ?? opts.label ?? path.basename(image);
+      fs.writeFileSync(`${this.diskFile}.image`, `${tag}\n`, { mode: 0o600 });
+      this.setFacts({ image: tag });
+      if (wasOn) await this.machine?.powerOn();
+    } catch (err) {
+      fs.rmSync(next, { force: true });
+      if (err instanceof RawImageError) throw new DriverError(err.key, err.message);
+      throw err;
+    }
+  }
+
+  async flash(image: string, onProgress: (p: FlashProgress) => void, opts: FlashOptions = {}): Promise<void> {
+    if (opts.format && imageKind(opts.format) !== 'disk')
+      throw new DriverError('flash.image_invalid', 'A riscv64 board is flashed with a raw disk image');
+    onProgress({ phase: 'preparing', percent: 100 });
+    await this.replaceDisk(image, onProgress, opts);
+    if (!this.machine?.running) await this.machine?.powerOn();
+    await this.waitBooted(onProgress);
+  }
+
+  /** Booting: until the agent answers, or the serial console shows a login prompt (an image without one). */
+  private async waitBooted(onProgress: (p: FlashProgress) => void): Promise<void> {
+    const begun = Date.now();
+    onProgress({ phase: 'booting', percent: 0, log: 'OpenSBI, U-Boot, the image\'s kernel' });
+    while (Date.now() - begun < BOOT_WAIT_MS) {
+      if (this.agent === 'ready' || this.agent === 'absent') break;
+      if (this.loginSeenAt && Date.now() - this.loginSeenAt > AGENT_GRACE_MS) break;
+      await sleep(500);
+      onProgress({ phase: 'booting', percent: Math.min(95, Math.floor(((Date.now() - begun) / 60_000) * 100)) });
+    }
+    if (this.agent !== 'ready' && !this.loginSeenAt)
+      throw new DriverError('driver.timeout', 'The board did not boot the new image in time');
+    onProgress({ phase: 'booting', percent: 100, log: this.facts.kernel ? `running Linux ${this.facts.kernel}` : undefined });
+  }
+
+  /** Lease expiry: the board's default image back on its disk, then booted. */
+  async restoreDefault(): Promise<void> {
+    await this.writeDefaultImage();
+    if (!this.machine?.running) await this.machine?.powerOn();
+  }
+}

@@ -1,0 +1,170 @@
+// riscv64 boards as a user drives them (issue 35): a real QEMU `virt` machine booted by OpenSBI and
+// U-Boot from its own disk, reached with the `bianbu` CLI as a script would. Needs the board images
+// (scripts/board-images/build.sh; .ci/run builds them into BIANBU_BOARD_IMAGES) and QEMU.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueCredential } from '#server/auth/tokens.ts';
+import type { PtyHandle } from '#server/boards/driver.ts';
+import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
+import type { QemuDriver } from '#server/boards/qemu/qemu-driver.ts';
+import { makeTestApp, type TestApp } from './helpers/app.ts';
+import { type CliEnv, runCli } from './helpers/cli-run.ts';
+import { makeUser } from './helpers/users.ts';
+
+const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? 'data/images/board');
+const BOARD = 'rv-test';
+const NAME = 'rv';
+
+let t: TestApp;
+let env: CliEnv;
+let work: string;
+let serial: PtyHandle;
+let serialLog = '';
+
+const bianbu = (args: string[], timeoutMs = 600_000) => runCli(env, args, { timeoutMs });
+const driver = () => t.app.boards.driver(BOARD) as unknown as QemuDriver;
+
+/** Runs a command on the held board with `bianbu exec`; answers stdout, fails on a non-zero status. */
+async function sh(cmd: string): Promise<string> {
+  const r = await bianbu(['exec', NAME, '--', 'sh', '-c', cmd]);
+  if (r.code !== 0) throw new Error(`exec ${cmd}: ${r.code} ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+async function until(what: string, ok: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; serial ends: ${serialLog.slice(-600)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
+  beforeAll(async () => {
+    const images = new BoardImages(IMAGES);
+    const missing = ['minimal', 'developer'].filter((v) => !images.find(boardImageTag(v)));
+    if (missing.length)
+      throw new Error(`board images missing in ${IMAGES}: ${missing.join(', ')} (run scripts/board-images/build.sh)`);
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-rv-'));
+    const labFile = path.join(work, 'lab.yaml');
+    fs.writeFileSync(
+      labFile,
+      JSON.stringify({
+        boards: [
+          {
+            id: BOARD,
+            name: BOARD,
+            model: 'QEMU riscv64 virt',
+            driver: 'qemu',
+            options: { image: boardImageTag('developer'), cores: 2, memoryMb: 1024 },
+          },
+        ],
+      }),
+    );
+    t = await makeTestApp({
+      env: {
+        BIANBU_LAB_FILE: labFile,
+        BIANBU_BOARD_IMAGES: IMAGES,
+        BIANBU_PROBE_INTERVAL_MS: '2000',
+        BIANBU_METRICS_INTERVAL_MS: '600000',
+      },
+    });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const addr = t.app.server.address();
+    const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    const user = await makeUser(t.app, { username: 'rv-user', perms: ['device.add_flash', 'device.view_flash'] });
+    const key = await issueCredential(t.app.storage.db, user.id, 'apikey');
+    env = { url, key, configFile: path.join(work, 'cli.json') };
+    // The board's serial console from power-on (the ring replays what came before this attach).
+    await until('the board driver', () => {
+      try {
+        return Boolean(driver().state.running);
+      } catch {
+        return false;
+      }
+    }, 300_000);
+    serial = await driver().openSerial({ cols: 120, rows: 40 });
+    serial.onData((d) => {
+      serialLog += d.toString('latin1');
+    });
+    const r = await bianbu(['request', NAME, '--duration', '48h']);
+    expect(r.code, r.stderr).toBe(0);
+  }, 600_000);
+
+  afterAll(async () => {
+    serial?.close();
+    await t?.close();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('boots OpenSBI, U-Boot and the kernel from its own disk, and answers riscv64', async () => {
+    const arch = await sh('uname -m');
+    expect(arch).toBe('riscv64');
+    expect(serialLog).toMatch(/OpenSBI v\d/);
+    expect(serialLog).toMatch(/U-Boot \d{4}\.\d{2}/);
+    expect(serialLog).toMatch(/extlinux\.conf/);
+    // The serial console's kernel is the one running.
+    const release = await sh('uname -r');
+    const line = /Linux version (\S+)/.exec(serialLog);
+    expect(line?.[1]).toBe(release);
+    // The catalogue shows the machine's own facts.
+    const row = await t.app.boards.row(BOARD);
+    expect(row?.attributes.arch).toBe('riscv64');
+    expect(String(row?.attributes.isa)).toMatch(/^rv64imafdc/);
+    expect(row?.attributes.kernel).toBe(release);
+    expect(row?.attributes.cores).toBe(2);
+  }, 600_000);
+
+  it('compiles and runs a C program on the developer image: a RISC-V executable', async () => {
+    fs.writeFileSync(path.join(work, 'hello.c'), '#include <stdio.h>\nint main(void){puts("hello from riscv64");return 0;}\n');
+    const cp = await bianbu(['cp', path.join(work, 'hello.c'), `${NAME}:/root/hello.c`]);
+    expect(cp.code, cp.stderr).toBe(0);
+    expect(await sh('cd /root && gcc -O2 -o hello hello.c && ./hello')).toBe('hello from riscv64');
+    expect(await sh('readelf -h /root/hello')).toMatch(/Machine:\s+RISC-V/);
+  }, 600_000);
+
+  it('reaches nothing of the host: no network device, no host loopback', async () => {
+    // The board has no NIC at all: only its own loopback.
+    expect(await sh('ls /sys/class/net')).toBe('lo');
+    for (const port of [5432, 6379, Number(new URL(env.url).port)]) {
+      const out = await sh(
+        `for h in 10.0.2.2 127.0.0.1 192.168.0.1; do timeout 3 bash -c "exec 3<>/dev/tcp/$h/${port}" 2>/dev/null && echo "open $h"; done; echo done`,
+      );
+      expect(out).toBe('done');
+    }
+    // The machine runs as an unprivileged uid in a network namespace of its own.
+    const pids = execFileSync('pgrep', ['-f', 'qemu-system-riscv64'], { encoding: 'utf8' }).trim().split('\n');
+    const qemu = pids.find((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith('/usr/bin/qemu-system-riscv64'));
+    expect(qemu).toBeDefined();
+    const status = fs.readFileSync(`/proc/${qemu}/status`, 'utf8');
+    expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).not.toBe('0');
+    expect(/^CapEff:\s+(\S+)/m.exec(status)?.[1]).toBe('0000000000000000');
+    expect(/^Seccomp:\s+(\d)/m.exec(status)?.[1]).toBe('2');
+    expect(fs.readlinkSync(`/proc/${qemu}/ns/net`)).not.toBe(fs.readlinkSync('/proc/self/ns/net'));
+  }, 600_000);
+
+  it('power reset: the host resets the machine, OpenSBI prints again, the board comes back', async () => {
+    const before = serialLog.split('OpenSBI v').length;
+    await sh('echo marker > /root/kept && sync');
+    const r = await bianbu(['reset', NAME]);
+    expect(r.code, r.stderr).toBe(0);
+    await until('OpenSBI after the reset', () => serialLog.split('OpenSBI v').length > before, 120_000);
+    expect(await sh('cat /root/kept')).toBe('marker');
+  }, 600_000);
+
+  it('flashing the minimal image changes the OS and its programs, and boots it', async () => {
+    const before = serialLog.split('OpenSBI v').length;
+    expect(await sh('command -v gcc')).toBe('/usr/bin/gcc');
+    const r = await bianbu(['flash', boardImageTag('minimal'), NAME, '--wait']);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(serialLog.split('OpenSBI v').length).toBeGreaterThan(before);
+    expect(await sh('command -v gcc || echo none')).toBe('none');
+    expect(await sh('test -e /root/kept && echo kept || echo gone')).toBe('gone');
+    expect(await sh('uname -m')).toBe('riscv64');
+    const row = await t.app.boards.row(BOARD);
+    expect(row?.attributes.kernel).toBe(await sh('uname -r'));
+  }, 900_000);
+});
