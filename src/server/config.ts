@@ -96,6 +96,19 @@ const configSchema = z.object({
   /** How long a flashed board may take to answer on its new image. */
   BIANBU_FLASH_BOOT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
   /**
+   * Directory of the riscv64 board disk images scripts/board-images/build.sh builds (default
+   * <data dir>/images/board); its Debian images join the catalogue as built-in images.
+   */
+  BIANBU_BOARD_IMAGES: z.string().min(1).optional(),
+  /**
+   * riscv64 QEMU boards in the default lab of a first start (0..8). Unset: sized from the host (one per
+   * core, at least 2) when qemu-system-riscv64, OpenSBI and U-Boot are installed, else none.
+   */
+  BIANBU_RISCV_BOARDS: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.coerce.number().int().min(0).max(8).optional(),
+  ),
+  /**
    * Port of the second listener that serves the /code/ proxy to boards' code-servers on an origin of
    * its own (board JavaScript never runs on the console's origin). Unset: no code proxy, the code
    * window offers the built-in editor. 0: any free port (tests).
