@@ -37,7 +37,8 @@ async function sh(cmd: string): Promise<string> {
 async function until(what: string, ok: () => boolean, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; serial ends: ${serialLog.slice(-600)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; serial ends: ${serialLog.slice(-600)}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -47,7 +48,9 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
     const images = new BoardImages(IMAGES);
     const missing = ['minimal', 'developer'].filter((v) => !images.find(boardImageTag(v)));
     if (missing.length)
-      throw new Error(`board images missing in ${IMAGES}: ${missing.join(', ')} (run scripts/board-images/build.sh)`);
+      throw new Error(
+        `board images missing in ${IMAGES}: ${missing.join(', ')} (run scripts/board-images/build.sh)`,
+      );
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-rv-'));
     const labFile = path.join(work, 'lab.yaml');
     fs.writeFileSync(
@@ -75,17 +78,24 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const addr = t.app.server.address();
     const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-    const user = await makeUser(t.app, { username: 'rv-user', perms: ['device.add_flash', 'device.view_flash'] });
+    const user = await makeUser(t.app, {
+      username: 'rv-user',
+      perms: ['device.add_flash', 'device.view_flash'],
+    });
     const key = await issueCredential(t.app.storage.db, user.id, 'apikey');
     env = { url, key, configFile: path.join(work, 'cli.json') };
     // The board's serial console from power-on (the ring replays what came before this attach).
-    await until('the board driver', () => {
-      try {
-        return Boolean(driver().state.running);
-      } catch {
-        return false;
-      }
-    }, 300_000);
+    await until(
+      'the board driver',
+      () => {
+        try {
+          return Boolean(driver().state.running);
+        } catch {
+          return false;
+        }
+      },
+      300_000,
+    );
     serial = await driver().openSerial({ cols: 120, rows: 40 });
     serial.onData((d) => {
       serialLog += d.toString('latin1');
@@ -119,7 +129,10 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
   }, 600_000);
 
   it('compiles and runs a C program on the developer image: a RISC-V executable', async () => {
-    fs.writeFileSync(path.join(work, 'hello.c'), '#include <stdio.h>\nint main(void){puts("hello from riscv64");return 0;}\n');
+    fs.writeFileSync(
+      path.join(work, 'hello.c'),
+      '#include <stdio.h>\nint main(void){puts("hello from riscv64");return 0;}\n',
+    );
     const cp = await bianbu(['cp', path.join(work, 'hello.c'), `${NAME}:/root/hello.c`]);
     expect(cp.code, cp.stderr).toBe(0);
     expect(await sh('cd /root && gcc -O2 -o hello hello.c && ./hello')).toBe('hello from riscv64');
@@ -136,8 +149,12 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
       expect(out).toBe('done');
     }
     // The machine runs as an unprivileged uid in a network namespace of its own.
-    const pids = execFileSync('pgrep', ['-f', 'qemu-system-riscv64'], { encoding: 'utf8' }).trim().split('\n');
-    const qemu = pids.find((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith('/usr/bin/qemu-system-riscv64'));
+    const pids = execFileSync('pgrep', ['-f', 'qemu-system-riscv64'], { encoding: 'utf8' })
+      .trim()
+      .split('\n');
+    const qemu = pids.find((p) =>
+      fs.readFileSync(`/proc/${p}/cmdline`, 'latin1').startsWith('/usr/bin/qemu-system-riscv64'),
+    );
     expect(qemu).toBeDefined();
     const status = fs.readFileSync(`/proc/${qemu}/status`, 'utf8');
     expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).not.toBe('0');

@@ -195,11 +195,14 @@ export class BoardLab {
    */
   private async prepareBoardImages(): Promise<void> {
     await this.boardImages.ensure();
-    const images = (this.app as unknown as { flash?: { images?: { registerBoardImages?: () => Promise<void> } } })
-      .flash?.images;
-    await images?.registerBoardImages?.().catch((err: Error) =>
-      this.app.log.warn({ err: err.message }, 'riscv64 board images not added to the catalogue'),
-    );
+    const images = (
+      this.app as unknown as { flash?: { images?: { registerBoardImages?: () => Promise<void> } } }
+    ).flash?.images;
+    await images
+      ?.registerBoardImages?.()
+      .catch((err: Error) =>
+        this.app.log.warn({ err: err.message }, 'riscv64 board images not added to the catalogue'),
+      );
   }
 
   async stop(): Promise<void> {
@@ -309,8 +312,13 @@ export class BoardLab {
     for (const [k, v] of Object.entries(f)) if (v !== undefined && v !== '') attrs[k] = v;
     if (!Object.keys(attrs).length) return;
     await this.db
-      .query('update boards set attributes = attributes || $2::jsonb where id = $1', [id, JSON.stringify(attrs)])
-      .catch((err: Error) => this.app.log.warn({ boardId: id, err: err.message }, 'board facts not recorded'));
+      .query('update boards set attributes = attributes || $2::jsonb where id = $1', [
+        id,
+        JSON.stringify(attrs),
+      ])
+      .catch((err: Error) =>
+        this.app.log.warn({ boardId: id, err: err.message }, 'board facts not recorded'),
+      );
   }
 
   /** `terminals`: a local board's terminal share when the caller knows it (else read from storage). */
@@ -598,7 +606,11 @@ export class BoardLab {
         if ((merged[k] === undefined || merged[k] === true) && r.driver_options[k] !== undefined)
           merged[k] = r.driver_options[k];
       const schema =
-        r.driver === 'local' ? localDriverOptions : r.driver === 'qemu' ? qemuDriverOptions : sshDriverOptions;
+        r.driver === 'local'
+          ? localDriverOptions
+          : r.driver === 'qemu'
+            ? qemuDriverOptions
+            : sshDriverOptions;
       const parsed = schema.safeParse(merged);
       if (!parsed.success) {
         const i = parsed.error.issues[0];

@@ -95,7 +95,9 @@ function hostFacts(): { arch: string; cpu: string; cores: number } {
  * share holds.
  */
 export function defaultRiscvBoards(hostMemoryMb: number, hostCores = os.availableParallelism()): number {
-  const byMemory = Math.floor((hostMemoryMb * DEFAULT_LAB_MEMORY_SHARE) / 2 / (RISCV_BOARD_MEMORY_MB + QEMU_OVERHEAD_MB));
+  const byMemory = Math.floor(
+    (hostMemoryMb * DEFAULT_LAB_MEMORY_SHARE) / 2 / (RISCV_BOARD_MEMORY_MB + QEMU_OVERHEAD_MB),
+  );
   return Math.max(0, Math.min(8, Math.max(2, hostCores), byMemory));
 }
 
@@ -117,7 +119,13 @@ export function defaultLab(
       id: `riscv-${i + 1}`,
       name: `riscv-${i + 1}`,
       model: 'QEMU riscv64 virt',
-      attributes: { arch: 'riscv64', cpu: 'QEMU rv64 (TCG)', cores: 2, memoryMb: RISCV_BOARD_MEMORY_MB, storageGb: 2 },
+      attributes: {
+        arch: 'riscv64',
+        cpu: 'QEMU rv64 (TCG)',
+        cores: 2,
+        memoryMb: RISCV_BOARD_MEMORY_MB,
+        storageGb: 2,
+      },
       driver: 'qemu',
       options: {
         image: i % 2 === 0 ? 'debian-trixie-riscv64-developer' : 'debian-trixie-riscv64-minimal',

@@ -12,6 +12,30 @@ export const BOARD_IMAGE_VARIANTS = ['minimal', 'developer'] as const;
 export const boardImageTag = (variant: string) => `debian-trixie-riscv64-${variant}`;
 
 const BUILD_SCRIPT = fileURLToPath(new URL('../../../../scripts/board-images/build.sh', import.meta.url));
+const HOST_SETUP = fileURLToPath(new URL('../../../../scripts/board-images/host-setup.sh', import.meta.url));
+
+/** Runs a script; answers its exit code and its output's last line. */
+function run(
+  file: string,
+  args: string[],
+  onLine: (line: string) => void,
+): Promise<{ code: number | null; last: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('/bin/bash', [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let last = '';
+    const take = (text: string) => {
+      for (const raw of text.split('\n')) {
+        const line = raw.trim();
+        if (!line) continue;
+        last = line;
+        onLine(line);
+      }
+    };
+    child.stdout.setEncoding('utf8').on('data', take);
+    child.stderr.setEncoding('utf8').on('data', take);
+    child.on('close', (code) => resolve({ code, last }));
+  });
+}
 
 export const boardImageFacts = z.object({
   name: z.string(),
@@ -47,7 +71,9 @@ export class BoardImages {
   find(tag: string): { file: string; facts: BoardImageFacts } | null {
     if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(tag)) return null;
     try {
-      const facts = boardImageFacts.parse(JSON.parse(fs.readFileSync(path.join(this.dir, `${tag}.json`), 'utf8')));
+      const facts = boardImageFacts.parse(
+        JSON.parse(fs.readFileSync(path.join(this.dir, `${tag}.json`), 'utf8')),
+      );
       const file = path.join(this.dir, facts.file);
       if (!fs.statSync(file).isFile()) return null;
       return { file, facts };
@@ -73,44 +99,30 @@ export class BoardImages {
 
   private async build(): Promise<void> {
     const have = this.all().length === BOARD_IMAGE_VARIANTS.length;
-    const missing = ['mmdebstrap', 'arch-test', 'zstd', 'mkfs.ext4', 'sfdisk'].filter(
-      (t) => !['/usr/bin', '/usr/sbin', '/bin', '/sbin'].some((d) => fs.existsSync(path.join(d, t))),
-    );
-    if (missing.length || process.getuid?.() !== 0) {
-      const line = process.getuid?.() !== 0
-        ? 'building riscv64 board images needs root'
-        : `cannot build riscv64 board images: apt-get install mmdebstrap arch-test qemu-user-static binfmt-support e2fsprogs fdisk zstd (missing: ${missing.join(', ')})`;
-      this.status = { state: have ? 'ready' : 'missing', line };
-      if (!have) this.log(line);
+    if (process.getuid?.() !== 0) {
+      this.status = { state: have ? 'ready' : 'missing', line: 'building riscv64 board images needs root' };
+      if (!have) this.log(this.status.line);
+      return;
+    }
+    // The host's tools and binfmt (host-setup.sh says the apt-get line when a package is missing).
+    const setup = await run(HOST_SETUP, [], () => {});
+    if (setup.code !== 0) {
+      this.status = { state: have ? 'ready' : 'missing', line: setup.last };
+      if (!have) this.log(`riscv64 board images cannot be built: ${setup.last}`);
       return;
     }
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o755 });
     this.status = { state: 'building', line: 'starting the image build' };
     const begun = Date.now();
-    await new Promise<void>((resolve) => {
-      const child = spawn('/bin/bash', [BUILD_SCRIPT, '--variant', 'all', this.dir], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let tail = '';
-      const onLine = (text: string) => {
-        for (const raw of text.split('\n')) {
-          const line = raw.trim();
-          if (!line) continue;
-          tail = line;
-          this.status = { state: 'building', line };
-          if (/^\[\d+ s\]/.test(line)) this.log(`riscv64 board images: ${line}`);
-        }
-      };
-      child.stdout.setEncoding('utf8').on('data', onLine);
-      child.stderr.setEncoding('utf8').on('data', onLine);
-      child.on('close', (code) => {
-        const ok = code === 0 && this.all().length === BOARD_IMAGE_VARIANTS.length;
-        this.status = ok
-          ? { state: 'ready', line: `built in ${Math.round((Date.now() - begun) / 1000)} s` }
-          : { state: this.all().length ? 'ready' : 'failed', line: tail || `build exited with ${code}` };
-        if (!ok) this.log('riscv64 board image build failed', { code, last: tail });
-        resolve();
-      });
+    const r = await run(BUILD_SCRIPT, ['--variant', 'all', this.dir], (line) => {
+      this.status = { state: 'building', line };
+      // The build's progress lines ("[12 s] minimal: rootfs: ...") go to the service's log.
+      if (/^\[\d+ s\]/.test(line)) this.log(`riscv64 board images: ${line}`);
     });
+    const ok = r.code === 0 && this.all().length === BOARD_IMAGE_VARIANTS.length;
+    this.status = ok
+      ? { state: 'ready', line: `ready after ${Math.round((Date.now() - begun) / 1000)} s` }
+      : { state: this.all().length ? 'ready' : 'failed', line: r.last || `build exited with ${r.code}` };
+    if (!ok) this.log('riscv64 board image build failed', { code: r.code, last: r.last });
   }
 }

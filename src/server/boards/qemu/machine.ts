@@ -196,7 +196,8 @@ export class Listener {
   private readonly uid: number;
 
   async ready(): Promise<void> {
-    if (!this.server.listening) await new Promise<void>((r, j) => this.server.once('listening', r).once('error', j));
+    if (!this.server.listening)
+      await new Promise<void>((r, j) => this.server.once('listening', r).once('error', j));
     // Only the board's uid (and root) may connect: the directory is root's, the socket the board's.
     fs.chownSync(this.file, this.uid, this.uid);
     fs.chmodSync(this.file, 0o600);
@@ -303,7 +304,9 @@ export class Machine extends EventEmitter {
       }
     });
     try {
-      const exited = new Promise<never>((_, reject) => proc.once('exit', () => reject(new Error('QEMU exited'))));
+      const exited = new Promise<never>((_, reject) =>
+        proc.once('exit', () => reject(new Error('QEMU exited'))),
+      );
       const sock = await Promise.race([this.qmpL!.next(20_000), exited]);
       this.qmp = await Promise.race([Qmp.over(sock), exited]);
       this.qmp.on('event', (e: { event?: string }) => {
@@ -313,7 +316,10 @@ export class Machine extends EventEmitter {
     } catch (err) {
       proc.kill('SIGKILL');
       const why = this.stderr.trim().split('\n').slice(-3).join(' ');
-      throw new DriverError('driver.failed', `The machine did not start: ${(err as Error).message}${why ? ` (${why})` : ''}`);
+      throw new DriverError(
+        'driver.failed',
+        `The machine did not start: ${(err as Error).message}${why ? ` (${why})` : ''}`,
+      );
     }
   }
 

@@ -135,7 +135,12 @@ export class QemuDriver implements BoardDriver {
 
   /** The agent's state and the last boot's facts, for the lab and tests. */
   get state(): { agent: AgentState; boots: number; facts: BoardFacts; running: boolean } {
-    return { agent: this.agent, boots: this.boot, facts: { ...this.facts }, running: this.machine?.running ?? false };
+    return {
+      agent: this.agent,
+      boots: this.boot,
+      facts: { ...this.facts },
+      running: this.machine?.running ?? false,
+    };
   }
 
   // ---- start and stop ---------------------------------------------------------------------------
@@ -230,7 +235,11 @@ export class QemuDriver implements BoardDriver {
   /** The machine runs and its monitor answers: what liveness means for a board the host powers. */
   async probe(timeoutMs = 3000): Promise<void> {
     if (!this.machine?.running) throw new DriverError('board.offline', 'The board machine is not running');
-    const st = await withTimeout(this.machine.query<{ status: string }>('query-status'), timeoutMs, 'QMP status');
+    const st = await withTimeout(
+      this.machine.query<{ status: string }>('query-status'),
+      timeoutMs,
+      'QMP status',
+    );
     if (st.status !== 'running') throw new DriverError('board.offline', `The board machine is ${st.status}`);
   }
 
@@ -295,7 +304,13 @@ export class QemuDriver implements BoardDriver {
         );
         if (boot !== this.boot || r.code !== 0) continue;
         const [arch, kernel, nproc, isa, osName] = r.stdout.split('\n').map((l) => l.trim());
-        this.setFacts({ arch, kernel, isa, os: osName, ...(Number(nproc) > 0 ? { cores: Number(nproc) } : {}) });
+        this.setFacts({
+          arch,
+          kernel,
+          isa,
+          os: osName,
+          ...(Number(nproc) > 0 ? { cores: Number(nproc) } : {}),
+        });
         this.setAgent('ready');
       } catch {
         if (boot !== this.boot) continue;
@@ -393,7 +408,8 @@ export class QemuDriver implements BoardDriver {
       try {
         const st = fs.fstatSync(fd);
         if (!st.isFile() || !(st.mode & 0o111)) throw new Error('not executable');
-        if (st.size > MAX_PLUGIN_BYTES) throw new DriverError('plugin.failed', 'The plugin is too large for a riscv64 board');
+        if (st.size > MAX_PLUGIN_BYTES)
+          throw new DriverError('plugin.failed', 'The plugin is too large for a riscv64 board');
         body = fs.readFileSync(fd);
       } finally {
         fs.closeSync(fd);
@@ -408,7 +424,8 @@ export class QemuDriver implements BoardDriver {
       `umask 077 && mkdir -p /run/bianbu-plugins && printf %s ${shQuote(body.toString('base64'))} | base64 -d > ${shQuote(target)} && ` +
       `chmod 700 ${shQuote(target)} && exec ${shQuote(target)} ${shQuote(topic)} ${shQuote(data)} ${shQuote(nodeId)}`;
     const r = await ssh.exec(cmd, this.o.timeoutMs * 2);
-    if (r.code !== 0) throw new DriverError('plugin.failed', r.stderr.trim().slice(-500) || `exit code ${r.code}`);
+    if (r.code !== 0)
+      throw new DriverError('plugin.failed', r.stderr.trim().slice(-500) || `exit code ${r.code}`);
     return r.stdout;
   }
 
@@ -435,7 +452,10 @@ export class QemuDriver implements BoardDriver {
 
   // ---- disk -------------------------------------------------------------------------------------
 
-  private async writeDefaultImage(onProgress?: (p: FlashProgress) => void, signal?: AbortSignal): Promise<void> {
+  private async writeDefaultImage(
+    onProgress?: (p: FlashProgress) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
     let img = this.init.images.find(this.o.image);
     if (!img) {
       this.init.log?.('waiting for the board image to be built', { image: this.o.image });
@@ -443,7 +463,12 @@ export class QemuDriver implements BoardDriver {
       img = this.init.images.find(this.o.image);
     }
     if (!img) throw new DriverError('board.image_missing', `The board image ${this.o.image} is not built`);
-    await this.replaceDisk(img.file, onProgress ?? (() => {}), { signal, format: 'img.zst', label: this.o.image, tag: this.o.image }, img.facts.rawBytes);
+    await this.replaceDisk(
+      img.file,
+      onProgress ?? (() => {}),
+      { signal, format: 'img.zst', label: this.o.image, tag: this.o.image },
+      img.facts.rawBytes,
+    );
   }
 
   /**
@@ -459,7 +484,11 @@ export class QemuDriver implements BoardDriver {
     const next = `${this.diskFile}.next`;
     fs.rmSync(next, { force: true });
     try {
-      onProgress({ phase: 'writing', percent: 0, log: `writing ${opts.label ?? path.basename(image)} to the board's disk` });
+      onProgress({
+        phase: 'writing',
+        percent: 0,
+        log: `writing ${opts.label ?? path.basename(image)} to the board's disk`,
+      });
       const written = await writeRawImage(image, next, {
         maxBytes: MAX_DISK_BYTES,
         signal: opts.signal,
@@ -512,16 +541,23 @@ export class QemuDriver implements BoardDriver {
   /** Booting: until the agent answers, or the serial console shows a login prompt (an image without one). */
   private async waitBooted(onProgress: (p: FlashProgress) => void): Promise<void> {
     const begun = Date.now();
-    onProgress({ phase: 'booting', percent: 0, log: 'OpenSBI, U-Boot, the image\'s kernel' });
+    onProgress({ phase: 'booting', percent: 0, log: "OpenSBI, U-Boot, the image's kernel" });
     while (Date.now() - begun < BOOT_WAIT_MS) {
       if (this.agent === 'ready' || this.agent === 'absent') break;
       if (this.loginSeenAt && Date.now() - this.loginSeenAt > AGENT_GRACE_MS) break;
       await sleep(500);
-      onProgress({ phase: 'booting', percent: Math.min(95, Math.floor(((Date.now() - begun) / 60_000) * 100)) });
+      onProgress({
+        phase: 'booting',
+        percent: Math.min(95, Math.floor(((Date.now() - begun) / 60_000) * 100)),
+      });
     }
     if (this.agent !== 'ready' && !this.loginSeenAt)
       throw new DriverError('driver.timeout', 'The board did not boot the new image in time');
-    onProgress({ phase: 'booting', percent: 100, log: this.facts.kernel ? `running Linux ${this.facts.kernel}` : undefined });
+    onProgress({
+      phase: 'booting',
+      percent: 100,
+      log: this.facts.kernel ? `running Linux ${this.facts.kernel}` : undefined,
+    });
   }
 
   /** Lease expiry: the board's default image back on its disk, then booted. */

@@ -3,7 +3,7 @@
 // `return` (or rejects with its `error`); events are emitted as 'event'. The socket belongs to a QEMU
 // process the service started, but what it says is still parsed defensively: lines are bounded.
 import { EventEmitter } from 'node:events';
-import net from 'node:net';
+import type net from 'node:net';
 import { DriverError } from '../driver.ts';
 import { withTimeout } from '../util.ts';
 
@@ -40,15 +40,20 @@ export class Qmp extends EventEmitter {
       return qmp;
     } catch (err) {
       sock.destroy();
-      throw err instanceof DriverError ? err : new DriverError('board.not_running', `QMP: ${(err as Error).message}`);
+      throw err instanceof DriverError
+        ? err
+        : new DriverError('board.not_running', `QMP: ${(err as Error).message}`);
     }
   }
 
   execute<T = unknown>(command: string, args?: Record<string, unknown>, timeoutMs = 10_000): Promise<T> {
-    if (this.closed) return Promise.reject(new DriverError('board.not_running', 'The machine monitor closed'));
+    if (this.closed)
+      return Promise.reject(new DriverError('board.not_running', 'The machine monitor closed'));
     const work = new Promise<unknown>((resolve, reject) => {
       this.pending.push({ resolve, reject });
-      this.sock.write(`${JSON.stringify(args ? { execute: command, arguments: args } : { execute: command })}\n`);
+      this.sock.write(
+        `${JSON.stringify(args ? { execute: command, arguments: args } : { execute: command })}\n`,
+      );
     });
     return withTimeout(work as Promise<T>, timeoutMs, `QMP ${command}`);
   }
@@ -88,7 +93,9 @@ export class Qmp extends EventEmitter {
       this.pending.shift()?.resolve(msg.return);
     } else if ('error' in msg) {
       const e = msg.error as { class?: string; desc?: string } | undefined;
-      this.pending.shift()?.reject(new DriverError('driver.failed', `QMP: ${e?.desc ?? e?.class ?? 'error'}`));
+      this.pending
+        .shift()
+        ?.reject(new DriverError('driver.failed', `QMP: ${e?.desc ?? e?.class ?? 'error'}`));
     }
   }
 

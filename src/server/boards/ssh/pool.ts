@@ -121,7 +121,10 @@ export class SshPool {
       try {
         return fs.readFileSync(this.opts.privateKeyFile);
       } catch (err) {
-        throw new DriverError('ssh.auth_failed', `Cannot read the private key file: ${(err as Error).message}`);
+        throw new DriverError(
+          'ssh.auth_failed',
+          `Cannot read the private key file: ${(err as Error).message}`,
+        );
       }
     }
     return undefined;
@@ -164,10 +167,16 @@ export class SshPool {
           conn.alive = false;
           if (mismatch) {
             this.log?.('ssh host key changed: connection refused', { offered: mismatch });
-            reject(new DriverError('ssh.host_key_mismatch', `The board offered host key ${mismatch}, not the pinned one`));
+            reject(
+              new DriverError(
+                'ssh.host_key_mismatch',
+                `The board offered host key ${mismatch}, not the pinned one`,
+              ),
+            );
           } else if (err.level === 'client-authentication') {
             reject(new DriverError('ssh.auth_failed', 'The board refused the credentials'));
-          } else reject(new DriverError('ssh.unreachable', `Cannot reach the board: ${err.code ?? err.message}`));
+          } else
+            reject(new DriverError('ssh.unreachable', `Cannot reach the board: ${err.code ?? err.message}`));
         });
         client.on('close', () => {
           conn.alive = false;
