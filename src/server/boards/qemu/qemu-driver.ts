@@ -205,6 +205,7 @@ export class QemuDriver implements BoardDriver {
       },
       channel: {
         maxChannels: 100,
+        handshakeMs: 120_000,
         connect: async () => {
           if (!machine.agent) throw new DriverError('board.not_running', 'The machine is off');
           return machine.agent.next(5000);
@@ -300,7 +301,7 @@ export class QemuDriver implements BoardDriver {
       try {
         const r = await this.ssh!.exec(
           'uname -m; uname -r; nproc; sed -n "s/^isa[[:space:]]*: //p" /proc/cpuinfo | head -n1; . /etc/os-release && echo "$PRETTY_NAME"',
-          20_000,
+          150_000,
         );
         if (boot !== this.boot || r.code !== 0) continue;
         const [arch, kernel, nproc, isa, osName] = r.stdout.split('\n').map((l) => l.trim());

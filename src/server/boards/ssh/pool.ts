@@ -22,6 +22,11 @@ export interface PrivateChannel {
   connect(): Promise<Duplex>;
   /** Channels one connection carries (the board's sshd MaxSessions). */
   maxChannels: number;
+  /**
+   * How long the SSH handshake may take. An emulated board's sshd needs seconds for the key exchange,
+   * many more on a busy host; a handshake given up is a new sshd to start on the board.
+   */
+  handshakeMs: number;
 }
 
 export function fingerprintOf(key: Buffer): string {
@@ -142,7 +147,7 @@ export class SshPool {
       password: this.opts.password,
       privateKey: this.privateKey(),
       passphrase: this.opts.passphrase,
-      readyTimeout: this.opts.timeoutMs,
+      readyTimeout: this.channel?.handshakeMs ?? this.opts.timeoutMs,
       keepaliveInterval: 5000,
       keepaliveCountMax: 3,
       ...(sock ? { sock } : {}),
@@ -191,7 +196,7 @@ export class SshPool {
           reject(new DriverError('ssh.unreachable', (err as Error).message));
         }
       }),
-      this.opts.timeoutMs + 1000,
+      (this.channel?.handshakeMs ?? this.opts.timeoutMs) + 1000,
       'ssh connect',
       () => {
         client.destroy();
