@@ -166,10 +166,42 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
   it('power reset: the host resets the machine, OpenSBI prints again, the board comes back', async () => {
     const before = serialLog.split('OpenSBI v').length;
     await sh('echo marker > /root/kept && sync');
+    // As an attacker: the board's root makes uname lie, with 5,000 characters and terminal escapes,
+    // for the facts the service reads after the reset.
+    await sh(
+      `printf '#!/bin/sh\\nhead -c 5000 /dev/zero | tr "\\\\0" x; printf "\\\\033]0;pwned\\\\007\\\\n"\\n' > /usr/local/bin/uname && chmod 755 /usr/local/bin/uname && sync`,
+    );
+    expect((await sh('uname -r')).length).toBeGreaterThan(4000);
     const r = await bianbu(['reset', NAME]);
     expect(r.code, r.stderr).toBe(0);
     await until('OpenSBI after the reset', () => serialLog.split('OpenSBI v').length > before, 120_000);
     expect(await sh('cat /root/kept')).toBe('marker');
+    await until('the facts of the new boot', () => driver().state.agent === 'ready', 300_000);
+    const row = await t.app.boards.row(BOARD);
+    for (const k of ['arch', 'kernel']) {
+      const v = String(row?.attributes[k]);
+      expect(v.length).toBeLessThanOrEqual(200);
+      expect(v).not.toMatch(/[\u0000-\u001f\u007f]/);
+    }
+    await sh('rm /usr/local/bin/uname');
+  }, 600_000);
+
+  it('a serial flood from inside costs a viewer that does not read at most 1 MiB', async () => {
+    const view = await driver().openSerial({ cols: 80, rows: 24 });
+    let got = 0;
+    view.onData((d) => {
+      got += d.length;
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    view.pause();
+    got = 0;
+    const flooded = serialLog.length;
+    await sh('head -c 6000000 /dev/urandom | base64 -w 0 > /dev/ttyS0');
+    await until('the flood on the serial line', () => serialLog.length - flooded > 6_000_000, 120_000);
+    view.resume();
+    expect(got).toBeGreaterThan(0);
+    expect(got).toBeLessThanOrEqual(1024 * 1024 + 65_536);
+    view.close();
   }, 600_000);
 
   it('flashing the minimal image changes the OS and its programs, and boots it', async () => {

@@ -44,6 +44,21 @@ const BOOT_WAIT_MS = 300_000;
 /** How long after the serial console's `login:` an agent that never answered counts as absent. */
 const AGENT_GRACE_MS = 45_000;
 const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Serial output a paused viewer may hold back before the oldest is dropped (a UART drops too). */
+const SERIAL_HELD_MAX = 1024 * 1024;
+
+/**
+ * A fact as the guest said it, made fit for the catalogue: the board's root chooses what its `uname`
+ * prints, so a fact is one line of printable text, at most 200 characters, or nothing.
+ */
+export function cleanFact(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const text = raw
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+    .trim()
+    .slice(0, 200);
+  return text || undefined;
+}
 const MAX_PLUGIN_BYTES = 96 * 1024;
 
 /** What the machine says it is: what the catalogue shows of a QEMU board. */
@@ -251,7 +266,7 @@ export class QemuDriver implements BoardDriver {
     this.serialOut.emit('data', d);
     // Boot facts from what the machine prints: the kernel names itself, getty shows its prompt.
     this.serialText = (this.serialText + d.toString('latin1')).slice(-4096);
-    const k = /Linux version (\S+)/.exec(this.serialText);
+    const k = /Linux version ([\x21-\x7e]{1,100})/.exec(this.serialText);
     if (k && this.facts.kernel !== k[1]) this.setFacts({ kernel: k[1] });
     if (!this.loginSeenAt && /login: ?$/m.test(this.serialText)) this.loginSeenAt = Date.now();
   }
@@ -304,13 +319,14 @@ export class QemuDriver implements BoardDriver {
           150_000,
         );
         if (boot !== this.boot || r.code !== 0) continue;
-        const [arch, kernel, nproc, isa, osName] = r.stdout.split('\n').map((l) => l.trim());
+        const [arch, kernel, nproc, isa, osName] = r.stdout.split('\n').slice(0, 5).map(cleanFact);
+        const n = Number(nproc);
         this.setFacts({
           arch,
           kernel,
           isa,
           os: osName,
-          ...(Number(nproc) > 0 ? { cores: Number(nproc) } : {}),
+          ...(Number.isInteger(n) && n > 0 && n <= 1024 ? { cores: n } : {}),
         });
         this.setAgent('ready');
       } catch {
@@ -350,10 +366,17 @@ export class QemuDriver implements BoardDriver {
     const dataFns = new Set<(c: Buffer) => void>();
     const exitFns = new Set<(i: { exitCode: number | null; reason?: string }) => void>();
     let paused = false;
-    const held: Buffer[] = [];
+    let held: Buffer[] = [];
+    let heldBytes = 0;
     const deliver = (c: Buffer) => {
-      if (paused) held.push(c);
-      else for (const fn of dataFns) fn(c);
+      if (!paused) {
+        for (const fn of dataFns) fn(c);
+        return;
+      }
+      held.push(c);
+      heldBytes += c.length;
+      // A viewer that does not read (paused: its client is slow or gone) costs at most this much.
+      while (heldBytes > SERIAL_HELD_MAX && held.length > 1) heldBytes -= held.shift()!.length;
     };
     const onData = (c: Buffer) => deliver(c);
     this.serialOut.on('data', onData);
@@ -376,7 +399,10 @@ export class QemuDriver implements BoardDriver {
       },
       resume: () => {
         paused = false;
-        for (const c of held.splice(0)) for (const fn of dataFns) fn(c);
+        const out = held;
+        held = [];
+        heldBytes = 0;
+        for (const c of out) for (const fn of dataFns) fn(c);
       },
       close: () => {
         if (closed) return;
