@@ -4,7 +4,7 @@
 // after each step, so a page that merely looks right cannot pass.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
+import { ADMIN_PASSWORD, callApi, passwordLogin } from './helpers/api.ts';
 import { launchChromium, SKIP_E2E } from './helpers/chromium.ts';
 import { signedInContext } from './helpers/context.ts';
 import { type Service, startService } from './helpers/service.ts';
@@ -17,6 +17,16 @@ interface Lease {
   serverName: string;
   model: string;
   endsAt: string;
+}
+
+/** A model only one board has, so a second apply for it finds none free. */
+const SOLO_MODEL = 'e2e single board';
+const ISA = 'rv64imafdch_zicntr_zicsr_zifencei_zihintpause_zihpm_zca_zcd_zba_zbb_zbc_zbs_sstc';
+
+interface AdminBoard {
+  deviceId: string;
+  state: string;
+  attributes: Record<string, string | number | boolean>;
 }
 
 async function myLeases(svc: Service, token: string): Promise<Lease[]> {
@@ -39,6 +49,8 @@ describe.skipIf(SKIP_E2E)('device lifecycle in the console', () => {
     svc = await startService({ BIANBU_ADMIN_PASSWORD: ADMIN_PASSWORD });
     browser = await launchChromium();
     token = await passwordLogin(svc.url, 'admin', ADMIN_PASSWORD);
+    // The default lab's sandbox boards share one model: one board gets a model of its own.
+    await callApi(svc.url, token, '/api/admin/boards/change', { deviceId: 'board-4', model: SOLO_MODEL });
   });
 
   afterAll(async () => {
@@ -71,7 +83,8 @@ describe.skipIf(SKIP_E2E)('device lifecycle in the console', () => {
     await page.getByText('I have read and agree to').waitFor();
     const models = await apply.attributeValues('model');
     expect(models.length).toBeGreaterThan(1);
-    const model = models[0];
+    expect(models).toContain(SOLO_MODEL);
+    const model = SOLO_MODEL;
     await apply.getStarted();
     await page.getByText('Accept the terms to continue').waitFor();
     expect(await myLeases(svc, token)).toHaveLength(0);
@@ -182,5 +195,70 @@ describe.skipIf(SKIP_E2E)('device lifecycle in the console', () => {
       }
     }
     expect(cut).toEqual([]);
+  });
+
+  it('shows what a board is on /mainboard and in the workbench header: a sandbox as a sandbox, its kernel and image as text', async () => {
+    // A riscv64 board's machine fills these as it boots; a sandbox board is given them here (no QEMU in
+    // tests) and must still read as the sandbox it is.
+    const { items } = await callApi<{ items: AdminBoard[] }>(svc.url, token, '/api/admin/boards');
+    const board = items.find((b) => b.deviceId === 'board-3');
+    expect(board?.state).toBe('idle');
+    const arch = String(board?.attributes.arch);
+    expect(board?.attributes.kind).toBe('sandbox');
+    await callApi(svc.url, token, '/api/admin/boards/change', {
+      deviceId: 'board-3',
+      attributes: {
+        ...board?.attributes,
+        isa: ISA,
+        kernel: '6.12.117+deb13-riscv64',
+        os: 'Debian GNU/Linux 13 (trixie)',
+        image: 'debian-trixie-riscv64-developer',
+      },
+    });
+    await callApi(svc.url, token, '/api/device/request-device', {
+      requestDate: new Date(Date.now() + 48 * 3_600_000).toISOString(),
+      filterReq: { name: 'board-3' },
+      serverName: 'facts-lab',
+    });
+
+    for (const [lang, sandboxWord] of [
+      ['en', 'sandbox'],
+      ['zh', '沙箱'],
+    ]) {
+      const c = await signedInContext(browser, token, { cookies: { lang } });
+      try {
+        const p = await c.newPage();
+        await new ConsolePage(p, svc.url).goto('/mainboard');
+        const main = new MainboardPage(p);
+        const row = await main.waitForRow('facts-lab');
+        const badge = row.getByTestId('board-arch');
+        expect(await badge.textContent()).toBe(`${arch} ${sandboxWord}`);
+        expect(await badge.getAttribute('data-sandbox')).toBe('true');
+        // The ISA string is long: it is in the badge's tooltip, after what the board is.
+        const title = (await badge.getAttribute('title')) ?? '';
+        expect(title).toContain(ISA);
+        expect(title).not.toMatch(/^Architecture/);
+        expect(await row.getByTestId('board-kernel').textContent()).toBe('6.12.117+deb13-riscv64');
+        expect(await row.getByTestId('board-image').textContent()).toBe('debian-trixie-riscv64-developer');
+        expect(await row.getByTestId('board-os').textContent()).toBe('Debian GNU/Linux 13 (trixie)');
+
+        await main.start('facts-lab');
+        const header = p.getByTestId('workbench-header');
+        await header.getByTestId('board-facts').waitFor();
+        expect(await header.getByTestId('board-arch').textContent()).toBe(`${arch} ${sandboxWord}`);
+        expect(await header.getByTestId('board-kernel').textContent()).toBe('6.12.117+deb13-riscv64');
+        // One line in the header: the image stands for the OS, which is in its tooltip.
+        expect(await header.getByTestId('board-image').getAttribute('title')).toContain(
+          'Debian GNU/Linux 13 (trixie)',
+        );
+        expect(await header.getByTestId('board-os').count()).toBe(0);
+      } finally {
+        await c.close();
+      }
+    }
+    await callApi(svc.url, token, '/api/device/unlock-request-device', {
+      deviceId: 'board-3',
+      serverName: 'facts-lab',
+    });
   });
 });

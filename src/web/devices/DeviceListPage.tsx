@@ -5,6 +5,8 @@ import { useEffect, useId, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { BOARD_STATES, type BoardDto, type BoardState } from '#shared/boards.ts';
+import { BoardFactsLine } from '#web/boards/BoardFacts.tsx';
+import { boardFacts } from '#web/boards/facts.ts';
 import { Loadable, SkeletonRows } from '#web/boards/Loadable.tsx';
 import { StateBadge } from '#web/boards/StateBadge.tsx';
 import { boards, dataOf, loadAttributes, loadList, type Scope, setListQuery } from '#web/boards/store.ts';
@@ -45,7 +47,7 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
   const hasFilters = !!q.keyword || !!q.state || Object.values(q.filters).some(Boolean);
   const attrEntries = Object.entries(attributes).filter(([, v]) => v.length > 0);
   const selectClass =
-    'h-8 rounded-md border border-zinc-200 bg-white px-2 text-[13px] text-zinc-800 focus:border-zinc-400 focus:outline-none focus:ring-2 focus:ring-zinc-900/10 dark:border-zinc-700 dark:bg-zinc-900 dark:text-zinc-100';
+    'h-8 max-w-56 rounded-md border border-zinc-200 bg-white px-2 text-[13px] text-zinc-800 focus:border-zinc-400 focus:outline-none focus:ring-2 focus:ring-zinc-900/10 dark:border-zinc-700 dark:bg-zinc-900 dark:text-zinc-100';
 
   return (
     <div className="space-y-4" data-testid={`device-list-${scope}`}>
@@ -177,23 +179,32 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
 
 function BoardRowView({ board }: { board: BoardDto }) {
   const { t } = useTranslation('devices');
+  const facts = boardFacts(board.attributes, board.driver);
+  const chip =
+    'rounded bg-zinc-100 px-1.5 py-px text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300';
   return (
     <tr data-testid="board-row" data-device-id={board.deviceId}>
       <td className="whitespace-nowrap px-4 py-2.5">
         <div className="font-medium text-zinc-900 dark:text-zinc-100">{board.name}</div>
         <div className="font-mono text-[11px] text-zinc-400">{board.deviceId}</div>
       </td>
-      <td className="whitespace-nowrap px-4 py-2.5 text-zinc-600 dark:text-zinc-300">{board.model}</td>
+      <td className="px-4 py-2.5 text-zinc-600 dark:text-zinc-300">
+        <div className="whitespace-nowrap">{board.model}</div>
+        <BoardFactsLine facts={facts} className="mt-1 max-w-md" />
+      </td>
       <td className="hidden px-4 py-2.5 md:table-cell">
         <div className="flex flex-wrap gap-1">
-          {Object.entries(board.attributes).map(([k, v]) => (
-            <span
-              key={k}
-              className="rounded bg-zinc-100 px-1.5 py-px text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300"
-            >
+          {facts.rest.map(([k, v]) => (
+            <span key={k} className={chip}>
               {attrLabel(t, k)}: {String(v)}
             </span>
           ))}
+          {facts.isa ? (
+            // The ISA string is long: cut here, whole in the tooltip and in what a selection copies.
+            <span className={cx(chip, 'max-w-64 truncate')} title={facts.isa} data-testid="board-isa">
+              {attrLabel(t, 'isa')}: <span className="font-mono">{facts.isa}</span>
+            </span>
+          ) : null}
         </div>
       </td>
       <td className="px-4 py-2.5">

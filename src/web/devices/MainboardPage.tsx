@@ -9,11 +9,13 @@ import { useSnapshot } from 'valtio';
 import { FlashPerm } from '#shared/flash.ts';
 import type { LeaseDto } from '#shared/leases.ts';
 import { hasPermission } from '#shared/permissions.ts';
+import { ArchBadge, BoardFactsLine } from '#web/boards/BoardFacts.tsx';
+import { boardFacts } from '#web/boards/facts.ts';
 import { Loadable, SkeletonRows } from '#web/boards/Loadable.tsx';
 import { StateBadge } from '#web/boards/StateBadge.tsx';
 import { startAndOpen } from '#web/boards/start.ts';
 import { dataOf, leases, loadLeases, remainingAt } from '#web/boards/store.ts';
-import { dateTimeText, timeLeftText, usePerfNow } from '#web/boards/time.ts';
+import { attrLabel, dateTimeText, timeLeftText, usePerfNow } from '#web/boards/time.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Button, Card, cx, EmptyState, IconButton, Kbd } from '#web/components/ui.tsx';
 import { FlashRowActions } from '#web/flash/BoardFlash.tsx';
@@ -272,6 +274,7 @@ function LeaseRow({
   const left = remainingAt(lease, receivedAt, now);
   const urgent = left > 0 && left <= HOUR;
   const soon = left > HOUR && left <= 24 * HOUR;
+  const facts = boardFacts(lease.attributes);
   return (
     // biome-ignore lint/a11y/useKeyWithClickEvents: the list's keyboard handler moves the selection.
     <div
@@ -285,7 +288,7 @@ function LeaseRow({
       onClick={onSelect}
       onDoubleClick={onStart}
       className={cx(
-        'group relative flex cursor-default flex-wrap items-center gap-x-4 gap-y-2 px-4 py-3 transition-colors sm:flex-nowrap',
+        'group relative cursor-default px-4 py-3 transition-colors',
         selected ? 'bg-zinc-50 dark:bg-zinc-800/60' : 'hover:bg-zinc-50/60 dark:hover:bg-zinc-800/30',
         highlighted && 'animate-[pulse_1.2s_ease-in-out_2] bg-emerald-50/70 dark:bg-emerald-500/10',
       )}
@@ -297,119 +300,131 @@ function LeaseRow({
           selected ? 'bg-zinc-900 dark:bg-zinc-100' : 'bg-transparent',
         )}
       />
-      {/* On a phone the name has a line of its own (wrapped, never cut): it is what tells boards apart. */}
-      <div className="flex min-w-0 grow basis-full items-center gap-3 sm:basis-0">
-        {canFlash ? (
-          <input
-            type="checkbox"
-            checked={picked}
-            onChange={onPick}
-            onClick={(e) => e.stopPropagation()}
-            tabIndex={-1}
-            aria-label={t('flash:board.select', { name: lease.serverName })}
-            className="h-4 w-4 shrink-0 rounded border-zinc-300 accent-zinc-900 focus-ring dark:accent-zinc-100"
-            data-testid="flash-pick"
-          />
-        ) : null}
-        <div className="flex h-8 w-8 shrink-0 items-center justify-center rounded-md bg-zinc-100 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400">
-          <Icon name="cpu" size={16} />
-        </div>
-        <div className="min-w-0 flex-1">
-          <div className="flex min-w-0 items-center gap-2">
-            <InlineName
-              deviceId={lease.deviceId}
-              name={lease.serverName}
-              className="min-w-0 text-[13px] font-semibold [overflow-wrap:anywhere] text-zinc-900 sm:truncate dark:text-zinc-100"
+      <div className="flex flex-wrap items-center gap-x-4 gap-y-2 sm:flex-nowrap">
+        {/* On a phone the name has a line of its own (wrapped, never cut): it is what tells boards apart. */}
+        <div className="flex min-w-0 grow basis-full items-center gap-3 sm:basis-0">
+          {canFlash ? (
+            <input
+              type="checkbox"
+              checked={picked}
+              onChange={onPick}
+              onClick={(e) => e.stopPropagation()}
+              tabIndex={-1}
+              aria-label={t('flash:board.select', { name: lease.serverName })}
+              className="h-4 w-4 shrink-0 rounded border-zinc-300 accent-zinc-900 focus-ring dark:accent-zinc-100"
+              data-testid="flash-pick"
             />
-            {highlighted ? (
-              <span
-                data-testid="new-badge"
-                className="rounded bg-emerald-600 px-1.5 py-px text-[10px] font-semibold tracking-wide text-white uppercase"
-              >
-                {t('mainboard.new')}
-              </span>
-            ) : null}
-            {lease.applyId ? (
-              <span title={t('mainboard.working')} className="text-emerald-600 dark:text-emerald-400">
-                <Icon name="terminal" size={13} />
-              </span>
-            ) : null}
+          ) : null}
+          <div className="flex h-8 w-8 shrink-0 items-center justify-center rounded-md bg-zinc-100 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400">
+            <Icon name="cpu" size={16} />
           </div>
-          <div className="mt-0.5 truncate text-xs text-zinc-500 dark:text-zinc-400">
-            {[lease.boardName, lease.model, ...Object.entries(lease.attributes).map(([k, v]) => `${k} ${v}`)]
-              .filter(Boolean)
-              .join(' · ')}
+          <div className="min-w-0 flex-1">
+            <div className="flex min-w-0 items-center gap-2">
+              <InlineName
+                deviceId={lease.deviceId}
+                name={lease.serverName}
+                className="min-w-0 text-[13px] font-semibold [overflow-wrap:anywhere] text-zinc-900 sm:truncate dark:text-zinc-100"
+              />
+              <ArchBadge facts={facts} />
+              {highlighted ? (
+                <span
+                  data-testid="new-badge"
+                  className="rounded bg-emerald-600 px-1.5 py-px text-[10px] font-semibold tracking-wide text-white uppercase"
+                >
+                  {t('mainboard.new')}
+                </span>
+              ) : null}
+              {lease.applyId ? (
+                <span title={t('mainboard.working')} className="text-emerald-600 dark:text-emerald-400">
+                  <Icon name="terminal" size={13} />
+                </span>
+              ) : null}
+            </div>
+            <div
+              className="mt-0.5 truncate text-xs text-zinc-500 dark:text-zinc-400"
+              data-testid="board-summary"
+            >
+              {[lease.boardName, lease.model, ...facts.rest.map(([k, v]) => `${attrLabel(t, k)} ${v}`)]
+                .filter(Boolean)
+                .join(' · ')}
+            </div>
           </div>
         </div>
-      </div>
-      <StateBadge state={lease.boardState} />
-      <div className="shrink-0 whitespace-nowrap sm:w-44 sm:text-right">
+        <StateBadge state={lease.boardState} />
+        <div className="shrink-0 whitespace-nowrap sm:w-44 sm:text-right">
+          <div
+            className={cx(
+              'font-mono text-[13px] tabular-nums',
+              urgent
+                ? 'text-red-600 dark:text-red-400'
+                : soon
+                  ? 'text-amber-600 dark:text-amber-400'
+                  : 'text-zinc-800 dark:text-zinc-200',
+            )}
+            data-testid="time-left"
+            title={urgent ? t('mainboard.warn1h') : soon ? t('mainboard.warn24h') : t('timeLeft.label')}
+          >
+            {timeLeftText(t, left)}
+          </div>
+          <div className="text-[11px] text-zinc-400" data-testid="ends-at">
+            {dateTimeText(i18n.language, lease.endsAt)}
+          </div>
+        </div>
         <div
           className={cx(
-            'font-mono text-[13px] tabular-nums',
-            urgent
-              ? 'text-red-600 dark:text-red-400'
-              : soon
-                ? 'text-amber-600 dark:text-amber-400'
-                : 'text-zinc-800 dark:text-zinc-200',
+            'flex items-center gap-0.5 transition-opacity',
+            // A finger cannot hover: on a phone the actions are always fully shown.
+            selected ? 'opacity-100' : 'opacity-100 sm:opacity-60 sm:group-hover:opacity-100',
           )}
-          data-testid="time-left"
-          title={urgent ? t('mainboard.warn1h') : soon ? t('mainboard.warn24h') : t('timeLeft.label')}
         >
-          {timeLeftText(t, left)}
-        </div>
-        <div className="text-[11px] text-zinc-400" data-testid="ends-at">
-          {dateTimeText(i18n.language, lease.endsAt)}
+          <FlashRowActions deviceId={lease.deviceId} disabled={!!busy} />
+          <Button
+            size="sm"
+            variant="ghost"
+            data-testid="rename"
+            onClick={(e) => {
+              e.stopPropagation();
+              beginRename(null, lease.deviceId);
+            }}
+          >
+            {t('mainboard.rename')}
+          </Button>
+          <Button
+            size="sm"
+            variant="ghost"
+            data-testid="renew"
+            disabled={!!busy}
+            onClick={(e) => {
+              e.stopPropagation();
+              leases.selected = lease.deviceId;
+              leases.dialog = { kind: 'renew', deviceId: lease.deviceId };
+            }}
+          >
+            {t('mainboard.renew')}
+          </Button>
+          <Button
+            size="sm"
+            variant="ghost"
+            className="hover:text-red-600 dark:hover:text-red-400"
+            data-testid="unlock"
+            loading={busy === 'unlock'}
+            disabled={!!busy}
+            onClick={(e) => {
+              e.stopPropagation();
+              leases.selected = lease.deviceId;
+              leases.dialog = { kind: 'unlock', deviceId: lease.deviceId };
+            }}
+          >
+            {t('mainboard.unlock')}
+          </Button>
         </div>
       </div>
-      <div
-        className={cx(
-          'flex items-center gap-0.5 transition-opacity',
-          // A finger cannot hover: on a phone the actions are always fully shown.
-          selected ? 'opacity-100' : 'opacity-100 sm:opacity-60 sm:group-hover:opacity-100',
-        )}
-      >
-        <FlashRowActions deviceId={lease.deviceId} disabled={!!busy} />
-        <Button
-          size="sm"
-          variant="ghost"
-          data-testid="rename"
-          onClick={(e) => {
-            e.stopPropagation();
-            beginRename(null, lease.deviceId);
-          }}
-        >
-          {t('mainboard.rename')}
-        </Button>
-        <Button
-          size="sm"
-          variant="ghost"
-          data-testid="renew"
-          disabled={!!busy}
-          onClick={(e) => {
-            e.stopPropagation();
-            leases.selected = lease.deviceId;
-            leases.dialog = { kind: 'renew', deviceId: lease.deviceId };
-          }}
-        >
-          {t('mainboard.renew')}
-        </Button>
-        <Button
-          size="sm"
-          variant="ghost"
-          className="hover:text-red-600 dark:hover:text-red-400"
-          data-testid="unlock"
-          loading={busy === 'unlock'}
-          disabled={!!busy}
-          onClick={(e) => {
-            e.stopPropagation();
-            leases.selected = lease.deviceId;
-            leases.dialog = { kind: 'unlock', deviceId: lease.deviceId };
-          }}
-        >
-          {t('mainboard.unlock')}
-        </Button>
-      </div>
+      {/* What the board runs, on a line of its own under the name: long values are read whole here. */}
+      <BoardFactsLine
+        facts={facts}
+        badge={false}
+        className={cx('mt-1.5', canFlash ? 'pl-[72px]' : 'pl-11')}
+      />
     </div>
   );
 }

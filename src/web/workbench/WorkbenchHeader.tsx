@@ -1,5 +1,6 @@
-// The workbench's header: the board's name (renamed in place), its state, the live time left, and
-// its actions — pane toggles, flash, renew, power reset, leave. On a phone the name and time left take a line each and the actions sit in a menu.
+// The workbench's header: the board's name (renamed in place), its state, what it is (architecture,
+// OS and image, kernel), the live time left, and its actions — pane toggles, flash, renew, power
+// reset, leave. On a phone the name and time left take a line each and the actions sit in a menu.
 // The reset confirmation is here too: the header opens it.
 
 import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
@@ -7,6 +8,8 @@ import { useEffect } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
+import { ArchBadge, BoardFactsLine } from '#web/boards/BoardFacts.tsx';
+import { boardFacts } from '#web/boards/facts.ts';
 import { StateBadge } from '#web/boards/StateBadge.tsx';
 import {
   dataOf,
@@ -60,6 +63,7 @@ export function WorkbenchHeader({
   const left = lease && list ? remainingAt(lease, list.receivedAt, now) : null;
   const name = lease?.serverName ?? serverName;
   const busy = l.busy[deviceId];
+  const facts = lease ? boardFacts(lease.attributes) : null;
 
   useEffect(() => {
     if (left === 0) onEnded('apply.lease_ended');
@@ -157,6 +161,7 @@ export function WorkbenchHeader({
               </span>
             )}
             {lease ? <StateBadge state={lease.boardState} /> : null}
+            {facts ? <ArchBadge facts={facts} /> : null}
           </div>
           {timeLeft ? (
             <div
@@ -232,10 +237,20 @@ export function WorkbenchHeader({
           </span>
         )}
         {lease ? <StateBadge state={lease.boardState} /> : null}
+        {facts ? <ArchBadge facts={facts} /> : null}
       </div>
+      {/* The rest of what the board is takes the room left over, cut first when the header is short. */}
+      {facts ? (
+        <BoardFactsLine
+          facts={facts}
+          oneLine
+          badge={false}
+          className="hidden max-w-xl flex-[1_1_0%] xl:flex"
+        />
+      ) : null}
       {lease && left !== null ? (
         <div
-          className="hidden items-baseline gap-1.5 text-xs md:flex"
+          className="hidden shrink-0 items-baseline gap-1.5 text-xs whitespace-nowrap md:flex"
           title={t('header.endsAt', { date: dateTimeText(i18n.language, lease.endsAt) })}
         >
           <span
