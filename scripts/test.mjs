@@ -26,6 +26,8 @@ const storageFree = [
   // Killed instances on fresh PGlite data directories; hostile images against a driver.
   'host-recovery',
   'host-safety-images',
+  // QEMU boards' raw disk image writer: files and decompressors only.
+  'raw-image',
 ];
 if (process.env.DATABASE_URL) {
   steps.push([
