@@ -25,26 +25,48 @@ export interface Ctx extends OutputOpts {
   call<C extends CallDef>(call: C, payload: RequestOf<C>, opts?: CallOpts): Promise<ResponseOf<C>>;
 }
 
+/**
+ * How long a call waits for a board that is still booting (the service answers `board.booting` at
+ * once: a riscv64 board under emulation takes a minute after a power reset or a flash), so that
+ * `bianbu reset b && bianbu exec b -- ...` works as a script expects.
+ */
+const BOOT_WAIT_MS = Number(process.env.BIANBU_BOOT_WAIT_MS ?? 600_000);
+const BOOT_RETRY_MS = 2000;
+
 export function ctxOf(cmd: Command): Ctx {
   const g = cmd.optsWithGlobals() as GlobalOpts;
   const cfg = resolveConfig(g.profile);
+  let said = false;
+  const once: Ctx['call'] = (call, payload, opts) => {
+    if (!cfg.key && call.auth !== 'public')
+      throw new CliError(
+        'not signed in: run `bianbu login` (or `bianbu login --with-key`, or set BIANBU_API_KEY)',
+        'cli.not_signed_in',
+        'auth',
+      );
+    return invoke(cfg, call, payload, opts).catch((e: unknown) => {
+      // A browser sign-in ends (expiry, logout elsewhere, revocation): say how to get a new one.
+      if (e instanceof CliError && cfg.kind === 'token' && /^auth\.token_/.test(e.key))
+        throw new CliError(`${e.message}: run \`bianbu login\` again`, e.key, e.cls, e.code, e.data);
+      throw e;
+    });
+  };
   return {
     cfg,
     json: Boolean(g.json),
     quiet: Boolean(g.quiet),
-    call: (call, payload, opts) => {
-      if (!cfg.key && call.auth !== 'public')
-        throw new CliError(
-          'not signed in: run `bianbu login` (or `bianbu login --with-key`, or set BIANBU_API_KEY)',
-          'cli.not_signed_in',
-          'auth',
-        );
-      return invoke(cfg, call, payload, opts).catch((e: unknown) => {
-        // A browser sign-in ends (expiry, logout elsewhere, revocation): say how to get a new one.
-        if (e instanceof CliError && cfg.kind === 'token' && /^auth\.token_/.test(e.key))
-          throw new CliError(`${e.message}: run \`bianbu login\` again`, e.key, e.cls, e.code, e.data);
-        throw e;
-      });
+    call: async (call, payload, opts) => {
+      const deadline = Date.now() + BOOT_WAIT_MS;
+      for (;;) {
+        try {
+          return await once(call, payload, opts);
+        } catch (e) {
+          if (!(e instanceof CliError) || e.key !== 'board.booting' || Date.now() > deadline) throw e;
+          if (!said && !g.quiet && !g.json) process.stderr.write('bianbu: waiting for the board to boot\n');
+          said = true;
+          await new Promise((r) => setTimeout(r, BOOT_RETRY_MS));
+        }
+      }
     },
   };
 }

@@ -4,6 +4,8 @@
 // Editor saves go through the driver's atomic write; the conflict check compares the sha256 of the
 // bytes the editor opened with the bytes on the board now.
 import crypto from 'node:crypto';
+import { type BoardDriver, DriverError, type FileEntry } from '#server/boards/driver.ts';
+import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
 import { ResultCode } from '#shared/codes.ts';
 import {
   EDITOR_MAX_BYTES,
@@ -15,8 +17,6 @@ import {
   normalizeBoardPath,
   type TextEncoding,
 } from '#shared/files.ts';
-import { type BoardDriver, DriverError, type FileEntry } from '#server/boards/driver.ts';
-import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
 import { decodeText, encodeText } from './codec.ts';
 
 export const sha256 = (buf: Buffer) => crypto.createHash('sha256').update(buf).digest('hex');
@@ -47,6 +47,9 @@ const BY_DRIVER_KEY: Record<string, (msg: string) => AppError> = {
   'driver.timeout': (m) => new AppError(504, 50400, 'driver.timeout', m),
   'board.offline': (m) => new AppError(503, ResultCode.Unavailable, 'board.offline', m),
   'board.not_running': (m) => new AppError(503, ResultCode.Unavailable, 'board.not_running', m),
+  // A riscv64 board still booting, or one whose image has no agent (only its serial console).
+  'board.booting': (m) => new AppError(503, ResultCode.Unavailable, 'board.booting', m),
+  'board.no_agent': (m) => new AppError(503, ResultCode.Unavailable, 'board.no_agent', m),
 };
 
 const BY_ERRNO: Record<string, string> = {

@@ -52,7 +52,16 @@ function driverFailure(err: unknown): AppError {
     if (err.key === 'capability.unsupported') {
       return new AppError(501, ResultCode.NotImplementedByDriver, err.key, err.message);
     }
-    if (['board.offline', 'driver.timeout', 'ssh.unreachable', 'board.not_running'].includes(err.key)) {
+    if (
+      [
+        'board.offline',
+        'driver.timeout',
+        'ssh.unreachable',
+        'board.not_running',
+        'board.booting',
+        'board.no_agent',
+      ].includes(err.key)
+    ) {
       return unavailable(err.message, err.key);
     }
     if (err.key === 'plugin.unknown') return badRequest(err.message, err.key);
