@@ -25,6 +25,10 @@
 //     `device.add_flash` uploads private ones within FLASH_USER_QUOTA_BYTES (multipart, streamed,
 //     sha256 checked against the `sha256` field when given); `retireFlashImage` takes an image out of
 //     the catalogue (its owner, or an administrator for public ones). Jobs that already use it finish.
+//   - Kinds of images: root file system archives (tar, tar.gz) for sandbox boards, raw disk images
+//     (img, img.gz, img.xz, img.zst) for QEMU riscv64 boards, either for ssh boards. An image of the
+//     other kind does not fit a board (`fits` false; a job is refused with `flash.image_kind_mismatch`).
+//     The built-in Debian riscv64 disk images carry `facts` (arch, os, kernel, raw size and sha256).
 //
 // Stages of a job: queued → transfer (the image is read and its sha256 checked) → write (the board's
 // new root is written) → verify (what was written is read back and compared with the image) → boot
@@ -66,9 +70,17 @@ export const FlashErrorKey = {
   imageRetired: 'flash.image_retired',
   /** The image declares models and the board's is not one of them. */
   imageUnfit: 'flash.image_unfit',
+  /**
+   * The board's driver does not take this kind of image: a raw disk image (img, img.gz, img.xz,
+   * img.zst) onto a sandbox board, or a root file system archive (tar, tar.gz) onto a QEMU board.
+   */
+  imageKindMismatch: 'flash.image_kind_mismatch',
   /** The image file does not match its sha256 (corrupt or truncated). */
   imageCorrupt: 'flash.image_corrupt',
-  /** Not a board image: not a tar archive, entries leaving the root, no /etc/passwd. */
+  /**
+   * Not a board image: neither a tar or tar.gz root file system archive nor a raw disk image (img,
+   * img.gz, img.xz, img.zst with a partition table), entries leaving the root, no /etc/passwd.
+   */
   imageInvalid: 'flash.image_invalid',
   /** The board already has a job that has not ended. */
   alreadyFlashing: 'flash.already_flashing',
@@ -136,6 +148,30 @@ export const imageTag = z
     'lower-case letters, digits, dots, dashes and underscores, at most 63',
   );
 
+/**
+ * Formats of images: root file system archives ('tar', 'tar.gz'), which sandbox boards take, and raw
+ * disk images, plain or compressed ('img', 'img.gz', 'img.xz', 'img.zst'), which QEMU riscv64 boards
+ * take; ssh boards take either. The service tells them apart by their bytes, never by a file name.
+ */
+export const FLASH_IMAGE_FORMATS = ['tar', 'tar.gz', 'img', 'img.gz', 'img.xz', 'img.zst'] as const;
+export const flashImageFormat = z.enum(FLASH_IMAGE_FORMATS);
+export type FlashImageFormat = z.infer<typeof flashImageFormat>;
+
+/** What the build of a built-in raw disk image read from it (scripts/board-images/build.sh). */
+export const flashImageFacts = z.object({
+  /** 'riscv64'. */
+  arch: z.string(),
+  /** The image's PRETTY_NAME, e.g. 'Debian GNU/Linux 13 (trixie)'. */
+  os: z.string(),
+  /** The kernel release it boots. */
+  kernel: z.string(),
+  /** Bytes of the raw disk once decompressed (the board's disk size). */
+  rawBytes: z.number(),
+  /** sha256 of the raw disk once decompressed. */
+  rawSha256: z.string(),
+});
+export type FlashImageFacts = z.infer<typeof flashImageFacts>;
+
 export const flashImageDto = z.object({
   tag: z.string(),
   name: z.string(),
@@ -146,14 +182,23 @@ export const flashImageDto = z.object({
   description: z.string(),
   /** Board models it fits; empty: every model. */
   models: z.array(z.string()),
-  /** 'tar' or 'tar.gz': a root file system archive. */
-  format: z.string(),
+  /**
+   * 'tar' or 'tar.gz': a root file system archive (sandbox and ssh boards); 'img', 'img.gz', 'img.xz'
+   * or 'img.zst': a raw disk image (QEMU riscv64 and ssh boards). See FLASH_IMAGE_FORMATS.
+   */
+  format: flashImageFormat,
+  /** Built-in raw disk images: what their build read from them; absent for other images. */
+  facts: flashImageFacts.optional(),
   source: z.enum(['builtin', 'lab', 'admin', 'user']),
   /** Private images: the owner's user id; null for public images. */
   ownerId: z.string().nullable(),
   createdAt: z.string(),
   retiredAt: z.string().nullable(),
-  /** With `deviceId` in the request: whether the image fits that board. */
+  /**
+   * With `deviceId` in the request: whether the image fits that board — its driver takes the image's
+   * kind (QEMU boards disk images, sandbox boards archives, ssh boards both) and its model is one of
+   * `models` (or `models` is empty).
+   */
   fits: z.boolean().optional(),
 });
 export type FlashImageDto = z.infer<typeof flashImageDto>;
@@ -316,7 +361,7 @@ export const flashCalls = [
     transfer: true,
     response: flashImageDto,
     summary:
-      'Add an image (multipart: fields tag, name, osVersion, description, models, sha256, visibility, then the file); public needs device.add_image',
+      'Add an image (multipart: fields tag, name, osVersion, description, models, sha256, visibility, then the file: a tar or tar.gz root file system archive, or a raw disk image img, img.gz, img.xz or img.zst); public needs device.add_image',
   }),
   defineCall({
     name: 'retireFlashImage',

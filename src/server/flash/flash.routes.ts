@@ -17,11 +17,12 @@ export const flashFeature: Feature = {
     const s = app.flash;
     return implement(flashCalls, {
       flashImages: async ({ deviceId }, { user }) => {
-        const model = deviceId ? (await app.boards.row(deviceId))?.model : undefined;
+        // With a board: each image says whether it fits it (its driver's kind of image, its model).
+        const board = deviceId ? await app.boards.row(deviceId) : undefined;
         await s.ready();
         const rows = await s.images.list(user!.id);
         return {
-          items: rows.map((r) => imageDto(r, model)),
+          items: rows.map((r) => imageDto(r, board)),
           quota: { usedBytes: await s.images.usedBy(user!.id), limitBytes: s.images.quotaBytes },
         };
       },

@@ -1,5 +1,6 @@
 // Flash jobs. Lifecycle of a job: `post` checks everything that can be checked at once (the caller
-// holds the board, the image exists, fits and is not retired, the board can flash and is not busy) and
+// holds the board, the image exists and is not retired, the board's driver takes its kind — a raw disk
+// image or a root file system archive — and its model fits, the board can flash and is not busy) and
 // stores it PENDING; the runner takes jobs in order, at most BIANBU_FLASH_CONCURRENCY at a time on this
 // instance. Running, a job puts the board into `flashing` (login shells close, new sessions, resets
 // and release wait), checks the image file against its sha256 (transfer), has the driver write it into
@@ -16,7 +17,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { AuthUser } from '#server/auth/user-context.ts';
-import { Capability, DriverError, type FlashProgress } from '#server/boards/driver.ts';
+import { Capability, DriverError, type FlashProgress, imageKind } from '#server/boards/driver.ts';
 import type { StateChange } from '#server/boards/lab.ts';
 import { AppError, conflict, notFound } from '#server/errors.ts';
 import { closeShells, notifyUser } from '#server/leases/collaborators.ts';
@@ -33,7 +34,7 @@ import {
 } from '#shared/flash.ts';
 import { LeaseErrorKey } from '#shared/leases.ts';
 import { ShellCloseReason } from '#shared/realtime.ts';
-import { fits, type ImageRow, ImageStore } from './images.ts';
+import { fits, type ImageRow, ImageStore, kindFits, kindTaken } from './images.ts';
 import { hashFile } from './pack.ts';
 
 interface JobRow {
@@ -164,11 +165,13 @@ export class FlashService {
         { jobs: orphans.map((o) => o.id) },
         'flash jobs interrupted by a restart marked failed',
       );
-    // The catalogue fills in the background (building the built-in images and hashing lab images
-    // takes a while on a busy host): the service's start never waits for it, the calls that read the
-    // catalogue do.
+    // The catalogue fills in the background (building the built-in images and hashing the board disk
+    // images and lab images takes a while on a busy host): the service's start never waits for it, the
+    // calls that read the catalogue do. The board disk images come before the lab's, whose tags may
+    // not take theirs.
     this.catalogue = (async () => {
       await this.images.ensureBuiltins();
+      await this.images.registerBoardImages();
       const labFile = this.app.config.BIANBU_LAB_FILE;
       if (labFile) {
         const { readLabFile } = await import('#server/boards/labfile.ts');
@@ -179,6 +182,14 @@ export class FlashService {
     })();
     this.track(this.catalogue);
     this.app.boards?.events.on('state', this.onState);
+  }
+
+  /**
+   * Catalogues the riscv64 disk images of the board images directory again: the board lab calls it
+   * when a build of them finishes (they may appear after the start). Answers the tags catalogued.
+   */
+  registerBoardImages(): Promise<string[]> {
+    return this.images.registerBoardImages();
   }
 
   /** Settles once the built-in and lab images are in the catalogue (or failed to be, logged). */
@@ -276,7 +287,21 @@ export class FlashService {
     const image = await this.images.usable(input.flashImageTag, user.id);
     const board = await this.app.boards.row(input.deviceId);
     if (!board) throw notFound('You hold no live lease on this board', LeaseErrorKey.notHeld);
-    if (!fits(image, board.model)) {
+    if (!kindFits(image, board.driver)) {
+      const kind = imageKind(image.format);
+      throw new AppError(
+        400,
+        ResultCode.BadRequest,
+        FlashErrorKey.imageKindMismatch,
+        kind === 'disk'
+          ? `${image.name} is a raw disk image (${image.format}): this board takes root file system archives (tar, tar.gz)`
+          : `${image.name} is a root file system archive (${image.format}): this board takes raw disk images (img, img.gz, img.xz, img.zst)`,
+        undefined,
+        undefined,
+        { format: image.format, kind, takes: kindTaken(board.driver) },
+      );
+    }
+    if (!fits(image, board)) {
       throw new AppError(
         400,
         ResultCode.BadRequest,
@@ -706,7 +731,7 @@ export class FlashService {
           if (stage !== r.stage) this.setStage(job, stage, p.bytesTotal);
           this.progress(job, p.percent / 100, p.bytesDone, p.bytesTotal);
         },
-        { signal: job.abort.signal, label: `${job.image.name} (${job.image.tag})` },
+        { signal: job.abort.signal, format: job.image.format, label: `${job.image.name} (${job.image.tag})` },
       );
       // boot: the board answers on its new image.
       this.setStage(job, 'boot');

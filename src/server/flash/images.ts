@@ -1,7 +1,11 @@
 // The image catalogue. Images are files: built-in ones are built at first start under
-// <data>/images/builtin, uploaded ones are streamed to <data>/images/uploads, the lab file may name
-// others by host path. Each row holds the size and sha256 measured when the image was added; a job
-// checks the file against them before writing a byte to a board.
+// <data>/images/builtin (root file system archives for the sandbox boards) or found where
+// scripts/board-images/build.sh left them (the Debian riscv64 disk images of the QEMU boards, used in
+// place; registerBoardImages), uploaded ones are streamed to <data>/images/uploads, the lab file may
+// name others by host path. Each row holds the size and sha256 measured when the image was added; a
+// job checks the file against them before writing a byte to a board. An image is of one kind, a root
+// file system archive or a raw disk image (its format, read from its bytes), and fits only boards
+// whose driver takes that kind.
 // An upload claims its tag and reserves its owner's quota in the database (its row, marked in flight)
 // before a byte of it lands, names its temporary file by its own upload id, and becomes an image only
 // whole; a start removes what uploads of a killed service left (recoverUploads).
@@ -9,17 +13,25 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import type { Multipart } from '@fastify/multipart';
 import { type SQL, sql } from 'drizzle-orm';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import type { AuthUser } from '#server/auth/user-context.ts';
 import type { Db } from '#server/db/client.ts';
+import { type ImageFormat, type ImageKind, imageKind } from '#server/boards/driver.ts';
 import { createDefaultRoot, mkdirExact, writeExact } from '#server/boards/local/rootfs.ts';
+import { BOARD_IMAGE_VARIANTS, boardImageFacts, boardImageTag } from '#server/boards/qemu/board-images.ts';
+import { detectRawFormat } from '#server/boards/qemu/raw-image.ts';
 import { AppError, badRequest, conflict, forbidden, notFound } from '#server/errors.ts';
+import type { DriverKind } from '#shared/boards.ts';
 import { ResultCode } from '#shared/codes.ts';
 import {
+  FLASH_IMAGE_FORMATS,
   FlashErrorKey,
   type FlashImageDto,
+  type FlashImageFacts,
   FlashPerm,
   type UploadImageFields,
   uploadImageFields,
@@ -33,7 +45,7 @@ export interface ImageRow {
   os_version: string;
   description: string;
   models: string[];
-  format: 'tar' | 'tar.gz';
+  format: ImageFormat;
   size: string | number;
   sha256: string;
   path: string;
@@ -41,6 +53,8 @@ export interface ImageRow {
   owner_id: string | null;
   created_at: Date | string;
   retired_at: Date | string | null;
+  /** Built-in disk images: what their build read from them; null for the others. */
+  facts: FlashImageFacts | null;
 }
 
 /** An image the lab file declares by host path or URL. */
@@ -103,9 +117,51 @@ export const BUILTIN_IMAGES: readonly BuiltinSpec[] = [
   },
 ];
 
+/**
+ * What each riscv64 variant build.sh builds holds beyond Debian's base system, as the script's package
+ * lists say (null: nothing): the only words of a built-in disk image's description not read from it.
+ */
+const VARIANT_EXTRAS: Readonly<Record<(typeof BOARD_IMAGE_VARIANTS)[number], string | null>> = {
+  minimal: null,
+  developer: 'gcc, make, git, python3, build-essential',
+};
+/** Tags only the built-in disk images may have: an upload never takes one, even before they are built. */
+const BOARD_IMAGE_TAGS: ReadonlySet<string> = new Set(BOARD_IMAGE_VARIANTS.map(boardImageTag));
+
+/** The .json build.sh writes beside a disk image: the facts it read from the image it built. */
+const boardImageJson = boardImageFacts.extend({
+  os: z.string().min(1),
+  kernel: z.string().min(1),
+  packages: z.number().int().nonnegative().optional(),
+});
+type BoardImageJson = z.infer<typeof boardImageJson>;
+
+/** "Debian GNU/Linux 13 (trixie)" → "Debian 13": the distribution's first word and its release. */
+function shortOs(os: string): string {
+  const m = /^(\S+).*?\b(\d+(?:\.\d+)*)\b/.exec(os);
+  return m ? `${m[1]} ${m[2]}` : os;
+}
+
+/** A built-in disk image's catalogue text, from its facts and its variant's package list only. */
+function boardImageText(j: BoardImageJson, extra: string | null): { name: string; description: string } {
+  const packages = j.packages === undefined ? '' : `, ${j.packages} packages`;
+  return {
+    name: `${shortOs(j.os)} ${j.arch} ${j.variant}`,
+    description: extra
+      ? `${j.os} for ${j.arch} with developer tools (${extra})${packages}; kernel ${j.kernel}. A raw disk image.`
+      : `${j.os} for ${j.arch}, minimal${packages}; kernel ${j.kernel}. A raw disk image.`,
+  };
+}
+
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
-export function imageDto(r: ImageRow, boardModel?: string): FlashImageDto {
+/** What `fits` needs to know of a board: its model and its driver's kind (the boards table's). */
+export interface BoardFit {
+  model: string;
+  driver: DriverKind;
+}
+
+export function imageDto(r: ImageRow, board?: BoardFit): FlashImageDto {
   return {
     tag: r.tag,
     name: r.name,
@@ -115,26 +171,101 @@ export function imageDto(r: ImageRow, boardModel?: string): FlashImageDto {
     description: r.description,
     models: r.models ?? [],
     format: r.format,
+    ...(r.facts
+      ? {
+          facts: {
+            arch: r.facts.arch,
+            os: r.facts.os,
+            kernel: r.facts.kernel,
+            rawBytes: r.facts.rawBytes,
+            rawSha256: r.facts.rawSha256,
+          },
+        }
+      : {}),
     source: r.source,
     ownerId: r.owner_id,
     createdAt: iso(r.created_at)!,
     retiredAt: iso(r.retired_at),
-    ...(boardModel !== undefined ? { fits: fits(r, boardModel) } : {}),
+    ...(board ? { fits: fits(r, board) } : {}),
   };
 }
 
-export function fits(r: Pick<ImageRow, 'models'>, model: string): boolean {
-  return !r.models?.length || r.models.includes(model);
+/**
+ * The kind of image a board's flash takes, by its driver's kind: QEMU boards boot a whole disk, sandbox
+ * boards unpack a root file system; ssh boards run whatever flash command the lab gives them, so either
+ * (null). The same split as the drivers' `BoardDriver.flashes`, read from the boards table so that a
+ * board whose driver is not running is judged alike.
+ */
+export function kindTaken(driver: DriverKind): ImageKind | null {
+  return driver === 'qemu' ? 'disk' : driver === 'local' ? 'rootfs' : null;
 }
 
-async function formatOf(file: string): Promise<'tar' | 'tar.gz' | null> {
+/** Whether the board's driver takes the image's kind. */
+export function kindFits(r: Pick<ImageRow, 'format'>, driver: DriverKind): boolean {
+  const takes = kindTaken(driver);
+  return takes === null || takes === imageKind(r.format);
+}
+
+/** Whether the image fits the board: its driver takes the image's kind, and its model is one the image names (none: every model). */
+export function fits(r: Pick<ImageRow, 'models' | 'format'>, board: BoardFit): boolean {
+  return kindFits(r, board.driver) && (!r.models?.length || r.models.includes(board.model));
+}
+
+/** The formats an image may have, for messages: "tar, tar.gz, img, img.gz, img.xz, img.zst". */
+const FORMAT_LIST = FLASH_IMAGE_FORMATS.join(', ');
+
+/** A tar header's magic: 'ustar' at 257 (POSIX ustar, pax and GNU tar alike). */
+const isTarHeader = (head: Buffer) =>
+  head.length >= 512 && head.subarray(257, 262).toString('latin1') === 'ustar';
+/** A disk's partition table: the MBR boot signature, or a GPT header (behind its protective MBR). */
+const isDiskHead = (head: Buffer) =>
+  (head.length >= 512 && head[510] === 0x55 && head[511] === 0xaa) ||
+  (head.length >= 520 && head.toString('latin1', 512, 520) === 'EFI PART');
+
+/**
+ * The first `bytes` bytes of a gzip file's content, or fewer when it holds fewer or is not gzip past
+ * its magic. Only as much of the file is read and inflated as they need.
+ */
+async function gunzipHead(file: string, bytes: number): Promise<Buffer> {
+  const src = fs.createReadStream(file, { highWaterMark: 64 * 1024 });
+  const gunzip = zlib.createGunzip();
+  // pipe() does not pass a read error on: without this the loop below would wait for good
+  src.on('error', (err) => gunzip.destroy(err));
+  const chunks: Buffer[] = [];
+  let n = 0;
+  try {
+    for await (const c of src.pipe(gunzip)) {
+      chunks.push(c as Buffer);
+      n += (c as Buffer).length;
+      if (n >= bytes) break;
+    }
+  } catch {
+    // corrupt or cut short: what came out is all there is
+  } finally {
+    src.destroy();
+    gunzip.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, bytes);
+}
+
+/**
+ * The image's format, read from its bytes (a file name says nothing), or null when it is no board
+ * image. detectRawFormat knows raw disks by their magic: a plain disk by its partition table, an xz or
+ * zstd stream as a compressed disk; a gzip stream it cannot tell from a tar.gz, so its content
+ * decides: a tar header makes it a tar.gz, a partition table an img.gz, anything else neither.
+ */
+async function formatOf(file: string): Promise<ImageFormat | null> {
+  const raw = await detectRawFormat(file);
+  if (raw === 'img.gz') {
+    const head = await gunzipHead(file, 1024);
+    return isTarHeader(head) ? 'tar.gz' : isDiskHead(head) ? 'img.gz' : null;
+  }
+  if (raw) return raw;
   const fh = await fs.promises.open(file, 'r');
   try {
     const head = Buffer.alloc(512);
     const { bytesRead } = await fh.read(head, 0, 512, 0);
-    if (bytesRead >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'tar.gz';
-    if (bytesRead === 512 && head.subarray(257, 262).toString('latin1') === 'ustar') return 'tar';
-    return null;
+    return isTarHeader(head.subarray(0, bytesRead)) ? 'tar' : null;
   } finally {
     await fh.close();
   }
@@ -189,7 +320,7 @@ async function dropClaimFiles(claims: readonly SweptClaim[]): Promise<void> {
   for (const c of claims) {
     const st = await fs.promises.lstat(c.path).catch(() => null);
     if (!st) continue;
-    for (const ext of ['tar', 'tar.gz'])
+    for (const ext of FLASH_IMAGE_FORMATS)
       await rmIfSame(path.join(path.dirname(c.path), `${c.tag}.${ext}`), st.ino);
     await fs.promises.rm(c.path, { force: true });
   }
@@ -197,9 +328,16 @@ async function dropClaimFiles(claims: readonly SweptClaim[]): Promise<void> {
 
 export class ImageStore {
   readonly dir: string;
+  /** Where build.sh leaves the riscv64 disk images (BIANBU_BOARD_IMAGES, or <data>/images/board). */
+  readonly boardImagesDir: string;
+  /** registerBoardImages runs one at a time: the start's and the lab's after a build. */
+  private boardImagesTurn: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly app: FastifyInstance) {
     this.dir = path.join(app.config.dataDir, 'images');
+    this.boardImagesDir = app.config.BIANBU_BOARD_IMAGES
+      ? path.resolve(app.config.BIANBU_BOARD_IMAGES)
+      : path.join(this.dir, 'board');
   }
 
   private get db() {
@@ -244,6 +382,110 @@ export class ImageStore {
         'built-in board image built',
       );
     }
+  }
+
+  /**
+   * Catalogues the riscv64 disk images build.sh left in the board images directory, in place (no
+   * copy), as built-in images with their facts. A variant counts only when both its .img.zst and its
+   * .json are there, the .json names that variant and file, and the file is what the .json says
+   * (size and sha256, measured here); anything else is left out with a warning, a variant not built
+   * (yet) silently. Runs at start and again whenever the lab says a build finished; answers the tags
+   * catalogued. A row of the same tag is updated (it stays retired if it was and its file did not
+   * change); a tag some other image holds is left to it.
+   */
+  registerBoardImages(): Promise<string[]> {
+    const run = this.boardImagesTurn.catch(() => {}).then(() => this.registerBoardImagesNow());
+    this.boardImagesTurn = run;
+    return run;
+  }
+
+  private async registerBoardImagesNow(): Promise<string[]> {
+    const dir = this.boardImagesDir;
+    const registered: string[] = [];
+    for (const variant of BOARD_IMAGE_VARIANTS) {
+      const tag = boardImageTag(variant);
+      const file = path.join(dir, `${tag}.img.zst`);
+      const jsonFile = path.join(dir, `${tag}.json`);
+      if (!fs.existsSync(file) || !fs.existsSync(jsonFile)) continue;
+      const leftOut = (why: string, detail: Record<string, unknown> = {}) =>
+        this.app.log.warn({ tag, file, ...detail }, `board disk image left out of the catalogue: ${why}`);
+      let facts: BoardImageJson;
+      try {
+        const parsed = boardImageJson.safeParse(JSON.parse(await fs.promises.readFile(jsonFile, 'utf8')));
+        if (!parsed.success) {
+          leftOut(`its .json is not what build.sh writes (${parsed.error.issues[0]?.path.join('.')})`);
+          continue;
+        }
+        facts = parsed.data;
+      } catch (err) {
+        leftOut('its .json cannot be read', { err: (err as Error).message });
+        continue;
+      }
+      if (facts.name !== tag || facts.variant !== variant || facts.file !== path.basename(file)) {
+        leftOut('its .json names another image', {
+          name: facts.name,
+          variant: facts.variant,
+          named: facts.file,
+        });
+        continue;
+      }
+      let measured: { size: number; sha256: string };
+      try {
+        const { size } = await fs.promises.stat(file);
+        if (size !== facts.fileBytes) {
+          leftOut('the file is not the size its .json says', { bytes: size, json: facts.fileBytes });
+          continue;
+        }
+        measured = await hashFile(file);
+      } catch (err) {
+        leftOut('the file cannot be read', { err: (err as Error).message });
+        continue;
+      }
+      if (measured.size !== facts.fileBytes || measured.sha256 !== facts.fileSha256) {
+        leftOut('the file is not the one its .json describes (sha256 differs)', {
+          sha256: measured.sha256,
+          json: facts.fileSha256,
+        });
+        continue;
+      }
+      const text = boardImageText(facts, VARIANT_EXTRAS[variant]);
+      const stored: FlashImageFacts = {
+        arch: facts.arch,
+        os: facts.os,
+        kernel: facts.kernel,
+        rawBytes: facts.rawBytes,
+        rawSha256: facts.rawSha256,
+      };
+      const [row] = await this.db.query<{ tag: string }>(
+        `insert into flash_images (tag, name, os_version, description, models, format, size, sha256, path, source, created_at, facts)
+         values ($1, $2, $3, $4, '[]'::jsonb, 'img.zst', $5, $6, $7, 'builtin', $8, $9::jsonb)
+         on conflict (tag) do update set name = excluded.name, os_version = excluded.os_version,
+           description = excluded.description, models = excluded.models, format = excluded.format,
+           size = excluded.size, sha256 = excluded.sha256, path = excluded.path, facts = excluded.facts,
+           retired_at = case when flash_images.sha256 = excluded.sha256 and flash_images.path = excluded.path
+                             then flash_images.retired_at end
+         where flash_images.source = 'builtin' and flash_images.upload_id is null
+         returning tag`,
+        [
+          tag,
+          text.name,
+          facts.os,
+          text.description,
+          measured.size,
+          measured.sha256,
+          file,
+          this.now(),
+          JSON.stringify(stored),
+        ],
+      );
+      if (!row) {
+        leftOut('its tag is taken by another image');
+        continue;
+      }
+      registered.push(tag);
+      this.app.log.info({ tag, bytes: measured.size, kernel: facts.kernel }, 'board disk image catalogued');
+    }
+    return registered;
   }
 
   private async buildBuiltin(spec: BuiltinSpec, file: string): Promise<{ size: number; sha256: string }> {
@@ -326,7 +568,7 @@ export class ImageStore {
     for (const img of images) {
       if (!img.path) continue;
       const file = path.resolve(img.path);
-      let format: 'tar' | 'tar.gz' | null = null;
+      let format: ImageFormat | null = null;
       let size = 0;
       try {
         size = (await fs.promises.stat(file)).size;
@@ -341,7 +583,7 @@ export class ImageStore {
       if (!format) {
         this.app.log.warn(
           { tag: img.tag, path: file },
-          'lab image is not a tar or tar.gz archive: left out of the catalogue',
+          `lab image is not a board image (${FORMAT_LIST}): left out of the catalogue`,
         );
         continue;
       }
@@ -469,6 +711,8 @@ export class ImageStore {
    * flight, is refused.
    */
   private async claim(meta: UploadImageFields, user: AuthUser): Promise<UploadClaim> {
+    if (BOARD_IMAGE_TAGS.has(meta.tag) || BUILTIN_IMAGES.some((b) => b.tag === meta.tag))
+      throw conflict(`The tag ${meta.tag} is a built-in image's`, FlashErrorKey.tagTaken);
     await this.sweepSilentClaims();
     const id = crypto.randomBytes(16).toString('hex');
     const tmp = path.join(this.uploadsDir, `${TMP_PREFIX}${id}`);
@@ -557,7 +801,7 @@ export class ImageStore {
    */
   private async complete(
     claim: UploadClaim,
-    measured: { format: 'tar' | 'tar.gz'; size: number; sha256: string },
+    measured: { format: ImageFormat; size: number; sha256: string },
   ): Promise<ImageRow> {
     const file = path.join(this.uploadsDir, `${claim.tag}.${measured.format}`);
     const { ino } = await fs.promises.stat(claim.tmp);
@@ -597,8 +841,10 @@ export class ImageStore {
   /**
    * A multipart upload: the fields (UploadImageFields), then one file, streamed to a temporary file
    * while it is measured; it becomes an image only whole, with the sha256 the form named (when it
-   * named one), a tar or tar.gz, within the owner's quota. The tag is claimed before the file is
-   * written and quota reserved before each step of it, so parallel uploads cannot beat either.
+   * named one), a tar or tar.gz root file system archive or a raw disk image (img, img.gz, img.xz,
+   * img.zst: told by its bytes, whatever the file is called), within the owner's quota. The tag is
+   * claimed before the file is written and quota reserved before each step of it, so parallel uploads
+   * cannot beat either.
    */
   async upload(req: FastifyRequest, user: AuthUser): Promise<ImageRow> {
     if (!req.isMultipart())
@@ -677,9 +923,14 @@ export class ImageStore {
         }
         const format = size > 0 ? await formatOf(claim.tmp) : null;
         if (!format)
-          throw badRequest(
-            'The file is not a tar or tar.gz archive of a root file system',
+          throw new AppError(
+            400,
+            ResultCode.BadRequest,
             FlashErrorKey.imageInvalid,
+            'The file is not a board image: upload a root file system archive (.tar, .tar.gz) or a raw disk image with a partition table (.img, .img.gz, .img.xz, .img.zst)',
+            undefined,
+            undefined,
+            { formats: [...FLASH_IMAGE_FORMATS] },
           );
         image = await this.complete(claim, { format, size, sha256 });
         claim = null;

@@ -414,11 +414,20 @@ function ImagePicker({
                   {fit.reason === 'retired'
                     ? t('wizard.retired')
                     : boards.length === 1
-                      ? t('wizard.unfitOne', {
-                          name: boards[0].serverName,
-                          model: boards[0].model,
-                          models: fit.models,
-                        })
+                      ? // The server said no although the model fits: the board's driver takes the other
+                        // kind of image (a raw disk image or a root file system archive).
+                        !img.models.length || img.models.includes(boards[0].model)
+                        ? t(
+                            img.format.startsWith('img') ? 'wizard.unfitKindDisk' : 'wizard.unfitKindRootfs',
+                            {
+                              name: boards[0].serverName,
+                            },
+                          )
+                        : t('wizard.unfitOne', {
+                            name: boards[0].serverName,
+                            model: boards[0].model,
+                            models: fit.models,
+                          })
                       : t('wizard.unfitMany', { models: fit.models })}
                 </span>
               )}

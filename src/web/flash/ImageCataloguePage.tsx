@@ -1,6 +1,7 @@
 // /flash-images: the image catalogue — every image the user may flash (public ones and their own
-// private ones) with tag, name, OS version, size, sha256, description and the models it fits; the
-// user's private-image quota; upload (multipart, with a progress bar) and retire.
+// private ones) with tag, name, kind (root file system or disk image), OS version, size, sha256,
+// description, the facts of built-in disk images and the models it fits; the user's private-image
+// quota; upload (multipart, with a progress bar) and retire.
 import { useEffect, useId, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
@@ -154,6 +155,12 @@ function ImageRow({ img, onRetire }: { img: FlashImageDto; onRetire?: () => void
               {t(`catalogue.source.${img.source}`)}
             </span>
           )}
+          <span
+            className="rounded bg-zinc-100 px-1.5 text-[10px] font-medium text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300"
+            data-testid="image-kind"
+          >
+            {t(img.format.startsWith('img') ? 'catalogue.kind.disk' : 'catalogue.kind.rootfs')}
+          </span>
           {img.retiredAt ? (
             <span className="rounded bg-zinc-200 px-1.5 text-[10px] font-medium text-zinc-700 dark:bg-zinc-700 dark:text-zinc-200">
               {t('catalogue.retiredAt', { date: dateTimeText(i18n.language, img.retiredAt) })}
@@ -162,6 +169,15 @@ function ImageRow({ img, onRetire }: { img: FlashImageDto; onRetire?: () => void
         </div>
         {img.description ? (
           <p className="mt-0.5 text-xs text-zinc-500 dark:text-zinc-400">{img.description}</p>
+        ) : null}
+        {img.facts ? (
+          <p className="mt-0.5 text-xs text-zinc-500 dark:text-zinc-400" data-testid="image-facts">
+            {t('catalogue.facts', {
+              arch: img.facts.arch,
+              kernel: img.facts.kernel,
+              size: formatSize(img.facts.rawBytes, i18n.language),
+            })}
+          </p>
         ) : null}
       </td>
       <td className="px-4 py-2.5 align-top whitespace-nowrap text-zinc-600 dark:text-zinc-300">
@@ -377,7 +393,7 @@ function UploadDialog({ canPublish, onClose }: { canPublish: boolean; onClose: (
           <input
             id={fieldId('file')}
             type="file"
-            accept=".tar,.tar.gz,.tgz,application/x-tar,application/gzip"
+            accept=".tar,.tar.gz,.tgz,.img,.img.gz,.img.xz,.img.zst,.gz,.xz,.zst,application/x-tar,application/gzip"
             disabled={busy}
             onChange={(e) => setFile(e.target.files?.[0] ?? null)}
             className="block w-full text-[13px] file:mr-3 file:rounded-md file:border file:border-zinc-200 file:bg-white file:px-3 file:py-1.5 file:text-[13px] focus-ring dark:file:border-zinc-700 dark:file:bg-zinc-900 dark:file:text-zinc-100"
