@@ -207,6 +207,7 @@ export class BoardLab {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.boardImages.stop();
     for (const t of this.timers) clearInterval(t);
     await this.starting;
     await Promise.all([...this.drivers.values()].map((d) => d.stop().catch(() => {})));

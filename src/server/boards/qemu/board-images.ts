@@ -14,6 +14,9 @@ export const boardImageTag = (variant: string) => `debian-trixie-riscv64-${varia
 const BUILD_SCRIPT = fileURLToPath(new URL('../../../../scripts/board-images/build.sh', import.meta.url));
 const HOST_SETUP = fileURLToPath(new URL('../../../../scripts/board-images/host-setup.sh', import.meta.url));
 
+/** Builds in progress, so that a stopping service ends them (their process groups). */
+const running = new Set<number>();
+
 /** Runs a script; answers its exit code and its output's last line. */
 function run(
   file: string,
@@ -21,7 +24,8 @@ function run(
   onLine: (line: string) => void,
 ): Promise<{ code: number | null; last: string }> {
   return new Promise((resolve) => {
-    const child = spawn('/bin/bash', [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/bash', [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    if (child.pid) running.add(child.pid);
     let last = '';
     const take = (text: string) => {
       for (const raw of text.split('\n')) {
@@ -33,7 +37,10 @@ function run(
     };
     child.stdout.setEncoding('utf8').on('data', take);
     child.stderr.setEncoding('utf8').on('data', take);
-    child.on('close', (code) => resolve({ code, last }));
+    child.on('close', (code) => {
+      if (child.pid) running.delete(child.pid);
+      resolve({ code, last });
+    });
   });
 }
 
@@ -66,6 +73,18 @@ export class BoardImages {
     readonly dir: string,
     private readonly log: (msg: string, extra?: Record<string, unknown>) => void = () => {},
   ) {}
+
+  /**
+   * Ends a build in progress (the service stops): its process group gets SIGTERM, so mmdebstrap
+   * unmounts what it mounted; a later build removes the half-built work directory.
+   */
+  stop(): void {
+    for (const pid of running) {
+      try {
+        process.kill(-pid, 'SIGTERM');
+      } catch {}
+    }
+  }
 
   /** The image `tag` and its facts, or null while it is not built. */
   find(tag: string): { file: string; facts: BoardImageFacts } | null {
