@@ -28,6 +28,8 @@ const storageFree = [
   'host-safety-images',
   // QEMU boards' raw disk image writer: files and decompressors only.
   'raw-image',
+  // A real riscv64 QEMU board booted, reset and flashed: minutes of emulation, once is enough.
+  'riscv-boards',
 ];
 if (process.env.DATABASE_URL) {
   steps.push([
