@@ -9,7 +9,7 @@ import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { shellCalls } from '#shared/shells.ts';
 import { call } from '#web/api/http.ts';
-import { leaseOf, leases, messageOf } from '#web/boards/store.ts';
+import { keyOf, leaseOf, leases, messageOf } from '#web/boards/store.ts';
 import { Button, Spinner } from '#web/components/ui.tsx';
 import { disposeShell } from '#web/terminal/registry.ts';
 import type { TerminalPaneHandle } from '#web/terminal/TerminalPane.tsx';
@@ -36,6 +36,8 @@ const unapplyShell = shellCalls.find((c) => c.name === 'unapplyDeviceShell') as 
 const handles = new Map<string, TerminalPaneHandle>();
 /** Shells being opened by slot id, so a re-render (or StrictMode) never opens two. */
 const opening = new Map<string, Promise<string>>();
+/** How often a shell on a board that is still booting is asked for again. */
+const BOOTING_RETRY_MS = 3000;
 
 export function focusSlot(slotId: string): void {
   const h = handles.get(slotId);
@@ -119,11 +121,17 @@ export function TerminalSlot({
     if (clientId) return;
     let stopped = false;
     setError('');
+    let again: ReturnType<typeof setTimeout> | undefined;
     openShell(applyId, slot).catch((err) => {
-      if (!stopped) setError(messageOf(err));
+      if (stopped) return;
+      setError(messageOf(err));
+      // A riscv64 board still booting answers at once that it is: try again until its agent answers.
+      if (keyOf(err) === 'board.booting')
+        again = setTimeout(() => setAttempt((a) => a + 1), BOOTING_RETRY_MS);
     });
     return () => {
       stopped = true;
+      if (again) clearTimeout(again);
     };
   }, [applyId, clientId, slot.id, attempt]);
 
