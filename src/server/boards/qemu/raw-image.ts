@@ -708,13 +708,14 @@ export async function writeRawImage(
     if (!format) throw invalid('Not a raw disk image (.img, .img.gz, .img.xz or .img.zst)');
     // O_EXCL: a file (or a link) already at dest is never written through or replaced.
     output = await fs.promises.open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+    // The worker starts while the sandbox does.
+    hasher = new Hasher();
     source =
       format === 'img'
         ? rawSource(input)
         : format === 'img.gz'
           ? gzipSource(input)
           : await childSource(input, format);
-    hasher = new Hasher();
     const head = Buffer.alloc(PARTITION_TABLE_BYTES);
     let headBytes = 0;
     const report = progress(opts.onProgress);
