@@ -92,6 +92,8 @@ export const FlashErrorKey = {
   noSpace: 'flash.no_space',
   /** What was written differs from the image. */
   verifyFailed: 'flash.verify_failed',
+  /** A raw disk image that decompresses past the largest disk a board takes (64 GiB). */
+  imageTooLarge: 'flash.image_too_large',
   /** The board did not come up on the new image. */
   bootFailed: 'flash.boot_failed',
   /** The service stopped or died while the job ran; the board boots its previous image. */

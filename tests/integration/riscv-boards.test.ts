@@ -97,6 +97,12 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
       300_000,
     );
     serial = await driver().openSerial({ cols: 120, rows: 40 });
+    // Offline while its first disk was written (the probes found no machine): back once one answers.
+    for (const deadline = Date.now() + 120_000; (await t.app.boards.row(BOARD))?.state !== 'idle'; ) {
+      if (Date.now() > deadline)
+        throw new Error(`the board never came into service: ${(await t.app.boards.row(BOARD))?.state}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
     serial.onData((d) => {
       serialLog += d.toString('latin1');
     });
@@ -196,8 +202,8 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
     view.pause();
     got = 0;
     const flooded = serialLog.length;
-    await sh('head -c 6000000 /dev/urandom | base64 -w 0 > /dev/ttyS0');
-    await until('the flood on the serial line', () => serialLog.length - flooded > 6_000_000, 120_000);
+    await sh('head -c 1500000 /dev/urandom | base64 -w 0 > /dev/ttyS0');
+    await until('the flood on the serial line', () => serialLog.length - flooded > 1_990_000, 120_000);
     view.resume();
     expect(got).toBeGreaterThan(0);
     expect(got).toBeLessThanOrEqual(1024 * 1024 + 65_536);
