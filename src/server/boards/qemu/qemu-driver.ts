@@ -371,10 +371,21 @@ export class QemuDriver implements BoardDriver {
     const dataFns = new Set<(c: Buffer) => void>();
     const exitFns = new Set<(i: { exitCode: number | null; reason?: string }) => void>();
     let paused = false;
-    let held: Buffer[] = [];
-    let heldBytes = 0;
+    // What came before this viewer (the ring) and what comes until it has a listener wait here, in
+    // order: a listener added late misses nothing and sees nothing twice.
+    const replay = this.ring.snapshot();
+    let held: Buffer[] = replay.length ? [replay] : [];
+    let heldBytes = replay.length;
+    let listening = false;
+    const flush = () => {
+      if (paused || !listening) return;
+      const out = held;
+      held = [];
+      heldBytes = 0;
+      for (const c of out) for (const fn of dataFns) fn(c);
+    };
     const deliver = (c: Buffer) => {
-      if (!paused) {
+      if (!paused && listening && !held.length) {
         for (const fn of dataFns) fn(c);
         return;
       }
@@ -385,14 +396,16 @@ export class QemuDriver implements BoardDriver {
     };
     const onData = (c: Buffer) => deliver(c);
     this.serialOut.on('data', onData);
-    const replay = this.ring.snapshot();
     let closed = false;
     return {
       write: (d) => machine.writeSerial(d),
       resize: () => {},
       onData: (fn) => {
         dataFns.add(fn);
-        if (replay.length && dataFns.size === 1) setImmediate(() => fn(replay));
+        if (!listening) {
+          listening = true;
+          setImmediate(flush);
+        }
         return () => dataFns.delete(fn);
       },
       onExit: (fn) => {
@@ -404,10 +417,7 @@ export class QemuDriver implements BoardDriver {
       },
       resume: () => {
         paused = false;
-        const out = held;
-        held = [];
-        heldBytes = 0;
-        for (const c of out) for (const fn of dataFns) fn(c);
+        flush();
       },
       close: () => {
         if (closed) return;
