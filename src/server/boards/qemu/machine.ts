@@ -19,6 +19,7 @@ import path from 'node:path';
 import { DriverError } from '../driver.ts';
 import { withTimeout } from '../util.ts';
 import { Qmp } from './qmp.ts';
+import { usrOnlyRoot } from './raw-image.ts';
 
 export const QEMU_BINARY = '/usr/bin/qemu-system-riscv64';
 /** Debian's opensbi package: the generic platform's fw_dynamic (M-mode firmware). */
@@ -144,22 +145,7 @@ export function machineArgv(spec: MachineSpec): string[] {
     '--new-session',
     '--cap-drop',
     'ALL',
-    '--ro-bind',
-    '/usr',
-    '/usr',
-    '--symlink',
-    'usr/lib',
-    '/lib',
-    '--symlink',
-    'usr/lib64',
-    '/lib64',
-    '--symlink',
-    'usr/bin',
-    '/bin',
-    '--dev',
-    '/dev',
-    '--proc',
-    '/proc',
+    ...usrOnlyRoot(),
     '--tmpfs',
     '/tmp',
     '--ro-bind',

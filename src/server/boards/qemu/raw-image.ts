@@ -359,12 +359,13 @@ function findBwrap(): string | null {
  * own session (no terminal to inject into), the host's /usr read-only and nothing else (a read-only
  * empty root, a minimal /dev and /proc), a clean environment, and an address-space limit.
  */
-function sandboxArgs(argv: string[]): string[] {
+/**
+ * bubblewrap arguments of a root that holds the host's /usr read-only and nothing else of it: the
+ * usual links into /usr, a minimal /dev and a /proc of the sandbox's own PID namespace.
+ */
+export function usrOnlyRoot(): string[] {
   const links = fs.existsSync('/usr/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : [];
   return [
-    '--unshare-all',
-    '--die-with-parent',
-    '--new-session',
     '--ro-bind',
     '/usr',
     '/usr',
@@ -379,6 +380,15 @@ function sandboxArgs(argv: string[]): string[] {
     '/dev',
     '--proc',
     '/proc',
+  ];
+}
+
+function sandboxArgs(argv: string[]): string[] {
+  return [
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    ...usrOnlyRoot(),
     '--remount-ro',
     '/',
     '--chdir',
