@@ -64,6 +64,9 @@ export function treeOf(applyId: string): TreeState {
   return trees[applyId];
 }
 
+/** How often a folder is asked for again while its board is still booting. */
+const BOOTING_RETRY_MS = 3000;
+
 export async function loadFolder(applyId: string, path: string): Promise<void> {
   const tree = treeOf(applyId);
   const seq = ++seqCounter;
@@ -78,6 +81,13 @@ export async function loadFolder(applyId: string, path: string): Promise<void> {
   } catch (err) {
     if ((tree.folders[path] as { seq?: number } | undefined)?.seq !== seq) return;
     tree.folders[path] = { status: 'failed', seq, error: errorText(err), previous };
+    // A riscv64 board still booting answers at once that it is, and the live refresh (live.ts) only
+    // re-lists folders already shown: ask again until its agent answers, unless something else has
+    // loaded the folder meanwhile.
+    if (err instanceof ApiError && err.key === 'board.booting')
+      setTimeout(() => {
+        if ((tree.folders[path] as { seq?: number } | undefined)?.seq === seq) void loadFolder(applyId, path);
+      }, BOOTING_RETRY_MS);
   }
 }
 
