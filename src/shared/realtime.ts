@@ -202,6 +202,11 @@ export const boardStateEvent = z.object({
   at: z.string(),
   /** A stable key saying why, e.g. `board.reset`, `lease.expired`. */
   reason: z.string().optional(),
+  /**
+   * Attributes the board's machine said of itself just now (a riscv64 board's kernel, OS, ISA after a
+   * boot or a flash): merged into what the console shows; the state is then the one it already had.
+   */
+  attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
 });
 export type BoardStateEvent = z.infer<typeof boardStateEvent>;
 

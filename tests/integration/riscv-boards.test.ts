@@ -178,11 +178,18 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
       `printf '#!/bin/sh\\nhead -c 5000 /dev/zero | tr "\\\\0" x; printf "\\\\033]0;pwned\\\\007\\\\n"\\n' > /usr/local/bin/uname && chmod 755 /usr/local/bin/uname && sync`,
     );
     expect((await sh('uname -r')).length).toBeGreaterThan(4000);
+    // Consoles hear the new boot's facts as the machine says them (lab 'facts' → board state topic).
+    const heard: Array<Record<string, unknown>> = [];
+    t.app.boards.events.on('facts', (f: { boardId: string; attributes: Record<string, unknown> }) => {
+      if (f.boardId === BOARD) heard.push(f.attributes);
+    });
     const r = await bianbu(['reset', NAME]);
     expect(r.code, r.stderr).toBe(0);
     await until('OpenSBI after the reset', () => serialLog.split('OpenSBI v').length > before, 120_000);
     expect(await sh('cat /root/kept')).toBe('marker');
     await until('the facts of the new boot', () => driver().state.agent === 'ready', 300_000);
+    expect(heard.some((a) => typeof a.cores === 'number')).toBe(true);
+    expect(heard.some((a) => typeof a.isa === 'string' && String(a.isa).startsWith('rv64'))).toBe(true);
     const row = await t.app.boards.row(BOARD);
     for (const k of ['arch', 'kernel']) {
       const v = String(row?.attributes[k]);

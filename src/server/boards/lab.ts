@@ -312,14 +312,16 @@ export class BoardLab {
     const attrs: Record<string, string | number> = {};
     for (const [k, v] of Object.entries(f)) if (v !== undefined && v !== '') attrs[k] = v;
     if (!Object.keys(attrs).length) return;
-    await this.db
-      .query('update boards set attributes = attributes || $2::jsonb where id = $1', [
-        id,
-        JSON.stringify(attrs),
-      ])
-      .catch((err: Error) =>
-        this.app.log.warn({ boardId: id, err: err.message }, 'board facts not recorded'),
+    try {
+      const [r] = await this.db.query<{ state: BoardState }>(
+        'update boards set attributes = attributes || $2::jsonb where id = $1 returning state',
+        [id, JSON.stringify(attrs)],
       );
+      // Consoles showing the board hear of it: what they show is the machine, not the lab file.
+      if (r) this.events.emit('facts', { boardId: id, state: r.state, attributes: attrs });
+    } catch (err) {
+      this.app.log.warn({ boardId: id, err: (err as Error).message }, 'board facts not recorded');
+    }
   }
 
   /** `terminals`: a local board's terminal share when the caller knows it (else read from storage). */

@@ -11,16 +11,16 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { SessionEnd } from '#server/auth/tokens.ts';
-import { clientAddress, type ProxyTrust, proxyTrust, publicHost } from '#server/http/trusted-proxies.ts';
 import { EXPIRED, sessionEndOf } from '#server/auth/tokens.ts';
-import { resumeReading, stopReading } from '#server/system/stop-reading.ts';
-import { type BoardStateEvent, STOMP_LIMITS, type UserNotification, WS_PATH } from '#shared/realtime.ts';
+import { clientAddress, type ProxyTrust, proxyTrust, publicHost } from '#server/http/trusted-proxies.ts';
 import {
   boardChannel,
   CONTROL_CHANNEL,
   userChannel,
   VIEWER_KEEPALIVE_MS,
 } from '#server/shells/bus-protocol.ts';
+import { resumeReading, stopReading } from '#server/system/stop-reading.ts';
+import { type BoardStateEvent, STOMP_LIMITS, type UserNotification, WS_PATH } from '#shared/realtime.ts';
 import type { Bus, BusMessage } from './bus.ts';
 import { type ConnectionOptions, StompConnection } from './connection.ts';
 
@@ -139,6 +139,7 @@ export class RealtimeHub {
       at: e.at ?? new Date().toISOString(),
       state: e.state,
       reason: e.reason,
+      ...(e.attributes ? { attributes: e.attributes } : {}),
     };
     this.bus.publish(boardChannel(deviceId), { h: full as unknown as Record<string, unknown> });
   }

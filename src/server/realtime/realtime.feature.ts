@@ -1,8 +1,9 @@
 // The realtime feature: the bus (app.bus), the /ws STOMP endpoint (app.realtime) and the shell
 // sessions (app.shells) with their two HTTP calls; the shells' sign-ins are watched for expiry
 // (session-expiry.ts) so they end on time with no socket open.
-import { wsRelay } from '#server/boards/local/pty-host/relay.ts';
+
 import type { EventEmitter } from 'node:events';
+import { wsRelay } from '#server/boards/local/pty-host/relay.ts';
 import type { Feature } from '#server/feature.ts';
 import { ShellManager } from '#server/shells/manager.ts';
 import { driverLookup, shellRoutes } from '#server/shells/shells.routes.ts';
@@ -78,7 +79,17 @@ export const realtimeFeature: Feature = {
       const onState = (c: { boardId: string; to: string; reason?: string; at?: string }) =>
         app.realtime.publishBoardState(c.boardId, { state: c.to, reason: c.reason, at: c.at });
       events.on('state', onState);
-      stopListening.set(app, () => events.off('state', onState));
+      const onFacts = (f: { boardId: string; state: string; attributes: Record<string, string | number> }) =>
+        app.realtime.publishBoardState(f.boardId, {
+          state: f.state,
+          reason: 'board.facts',
+          attributes: f.attributes,
+        });
+      events.on('facts', onFacts);
+      stopListening.set(app, () => {
+        events.off('state', onState);
+        events.off('facts', onFacts);
+      });
     }
   },
   async stop(app) {

@@ -66,9 +66,12 @@ export function watchBoardState(deviceId: string): () => void {
     const parsed = boardStateEvent.safeParse(json(m));
     if (!parsed.success || !isBoardState(parsed.data.state)) return;
     const lease = leaseOf(deviceId);
-    if (!lease || lease.boardState === parsed.data.state) return;
     const list = dataOf(leases.mine);
     const item = list?.items.find((l) => l.deviceId === deviceId);
+    // What the board's machine says of itself (kernel, OS, ISA after a boot): shown as it comes.
+    const facts = parsed.data.attributes;
+    if (item && facts) item.attributes = { ...item.attributes, ...facts };
+    if (!lease || lease.boardState === parsed.data.state) return;
     if (item) item.boardState = parsed.data.state;
     // While the user's own action on this board runs (a power reset, a flash), that action's toasts
     // tell the story; a toast per state change on top would say it twice.
