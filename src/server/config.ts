@@ -185,5 +185,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 export function testConfig(
   overrides: Partial<Record<keyof z.infer<typeof configSchema>, string>> = {},
 ): Config {
-  return loadConfig({ LOG_LEVEL: 'silent', PORT: '0', ...overrides });
+  // No riscv64 QEMU boards in a test's default lab unless it asks: each boots for a minute.
+  return loadConfig({ LOG_LEVEL: 'silent', PORT: '0', BIANBU_RISCV_BOARDS: '0', ...overrides });
 }
