@@ -456,9 +456,14 @@ describe('writeRawImage and verifyRawImage', () => {
     const children = () =>
       fs
         .readdirSync(`/proc/${process.pid}/task`)
-        .flatMap((t) =>
-          fs.readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').trim().split(/\s+/),
-        )
+        .flatMap((t) => {
+          // A thread may end between the listing and the read.
+          try {
+            return fs.readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').trim().split(/\s+/);
+          } catch {
+            return [];
+          }
+        })
         .filter(Boolean)
         .filter((pid) => {
           try {
