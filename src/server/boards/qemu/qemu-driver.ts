@@ -333,6 +333,10 @@ export class QemuDriver implements BoardDriver {
           os: osName,
           ...(Number.isInteger(n) && n > 0 && n <= 1024 ? { cores: n } : {}),
         });
+        // The file server too (an SFTP session: seconds for the guest to start right after a boot), so
+        // that a user's first file call finds it open and answers within the spec's 5 s.
+        await withTimeout(this.ssh!.files.stat('/'), 120_000, 'sftp warm-up').catch(() => {});
+        if (boot !== this.boot) continue;
         this.setAgent('ready');
       } catch {
         if (boot !== this.boot) continue;
