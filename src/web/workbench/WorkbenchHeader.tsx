@@ -253,19 +253,7 @@ export function WorkbenchHeader({
           className="hidden shrink-0 items-baseline gap-1.5 text-xs whitespace-nowrap md:flex"
           title={t('header.endsAt', { date: dateTimeText(i18n.language, lease.endsAt) })}
         >
-          <span
-            className={cx(
-              'font-mono tabular-nums',
-              left <= 3_600_000
-                ? 'text-red-600 dark:text-red-400'
-                : left <= 86_400_000
-                  ? 'text-amber-600 dark:text-amber-400'
-                  : 'text-zinc-700 dark:text-zinc-300',
-            )}
-            data-testid="workbench-time-left"
-          >
-            {timeLeftText(t, left)}
-          </span>
+          {timeLeft}
           <span className="text-zinc-400">{t('header.timeLeft')}</span>
         </div>
       ) : null}
