@@ -19,11 +19,11 @@ import { type SQL, sql } from 'drizzle-orm';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AuthUser } from '#server/auth/user-context.ts';
-import type { Db } from '#server/db/client.ts';
 import { type ImageFormat, type ImageKind, imageKind } from '#server/boards/driver.ts';
 import { createDefaultRoot, mkdirExact, writeExact } from '#server/boards/local/rootfs.ts';
 import { BOARD_IMAGE_VARIANTS, boardImageFacts, boardImageTag } from '#server/boards/qemu/board-images.ts';
 import { detectRawFormat } from '#server/boards/qemu/raw-image.ts';
+import type { Db } from '#server/db/client.ts';
 import { AppError, badRequest, conflict, forbidden, notFound } from '#server/errors.ts';
 import type { DriverKind } from '#shared/boards.ts';
 import { ResultCode } from '#shared/codes.ts';
@@ -436,7 +436,16 @@ export class ImageStore {
           leftOut('the file is not the size its .json says', { bytes: size, json: facts.fileBytes });
           continue;
         }
-        measured = await hashFile(file);
+        // Catalogued before from this very file, as its .json still describes it: no second read of
+        // hundreds of MB at every start (a flash job checks the file against its sha256 anyway).
+        const [known] = await this.db.query<{ size: string | number; sha256: string; path: string }>(
+          'select size, sha256, path from flash_images where tag = $1',
+          [tag],
+        );
+        measured =
+          known && known.path === file && Number(known.size) === size && known.sha256 === facts.fileSha256
+            ? { size, sha256: known.sha256 }
+            : await hashFile(file);
       } catch (err) {
         leftOut('the file cannot be read', { err: (err as Error).message });
         continue;
