@@ -53,7 +53,7 @@ done
 # (systemd), a kernel with an initrd, a shell way in (openssh-server) and the few tools
 # the service reads facts with (procps, iproute2).
 pkgs_minimal=(systemd systemd-sysv udev dbus libpam-systemd kmod initramfs-tools
-	linux-image-riscv64 openssh-server procps iproute2)
+	linux-image-riscv64 openssh-server procps iproute2 systemd-resolved)
 pkgs_developer=("${pkgs_minimal[@]}" build-essential git python3 make)
 hostname_minimal=riscv-board
 hostname_developer=riscv-board

@@ -22,16 +22,19 @@ kver=$(sed -n 's|^\tlinux /boot/vmlinu[xz]-||p' "$root/boot/extlinux/extlinux.co
 # so this opens nothing on the network.
 chroot "$root" passwd -d root >/dev/null
 
-# A getty on the serial console whatever the kernel's console= says; the network by
-# systemd-networkd. Waiting for the network would only delay the boot: nothing on the
-# board needs network-online.target.
-chroot "$root" systemctl enable serial-getty@ttyS0.service systemd-networkd.service bianbu-agent.service >/dev/null 2>&1
+# A getty on the serial console whatever the kernel's console= says, and one on tty1:
+# the board's screen (virtio-gpu, the console's desktop pane) shows a console login.
+# The network by systemd-networkd, names by systemd-resolved (the DHCP server's DNS).
+# Waiting for the network would only delay the boot: nothing on the board needs
+# network-online.target.
+chroot "$root" systemctl enable serial-getty@ttyS0.service getty@tty1.service systemd-networkd.service \
+	systemd-resolved.service bianbu-agent.service >/dev/null 2>&1
 # The service reaches the board through bianbu-agent (virtio-serial), not the network:
 # the network sshd stays installed for users who enable it, off by default.
 chroot "$root" systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
 chroot "$root" systemctl disable systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 # Timers that would wake an idle board under emulation for no one's benefit.
-for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer dpkg-db-backup.timer e2scrub_reap.service getty@tty1.service; do
+for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer dpkg-db-backup.timer e2scrub_reap.service; do
 	chroot "$root" systemctl mask "$unit" >/dev/null 2>&1 || true
 done
 
