@@ -61,7 +61,8 @@ export function qemuHostMissing(): string[] {
  * QEMU's arguments. Every socket is the service's: QEMU connects to listeners the service made in a
  * directory QEMU cannot write (so a compromised QEMU cannot plant links or sockets for the service to
  * follow), and `reconnect=1` brings a dropped one back. The disk is a descriptor the service opened
- * (fds 3 and 4, an fdset): QEMU never opens a host path of it.
+ * (fds 3 and 4, an fdset): QEMU never opens a host path of it. The machine's parts (disk, network,
+ * display) each add their arguments in their own function below.
  */
 export function qemuArgs(spec: Pick<MachineSpec, 'cores' | 'memoryMb'>, dir: string): string[] {
   return [
@@ -82,15 +83,9 @@ export function qemuArgs(spec: Pick<MachineSpec, 'cores' | 'memoryMb'>, dir: str
     OPENSBI_FIRMWARE,
     '-kernel',
     UBOOT_SMODE,
-    // QEMU takes from the set a descriptor of the access mode it asks for: one of each.
-    '-add-fd',
-    'fd=3,set=1,opaque=disk-rw',
-    '-add-fd',
-    'fd=4,set=1,opaque=disk-ro',
-    '-drive',
-    'file=/dev/fdset/1,format=raw,if=none,id=hd0,cache=writeback',
-    '-device',
-    'virtio-blk-device,drive=hd0',
+    ...diskArgs(),
+    ...netArgs(),
+    ...displayArgs(),
     '-device',
     'virtio-rng-device',
     '-chardev',
@@ -110,6 +105,31 @@ export function qemuArgs(spec: Pick<MachineSpec, 'cores' | 'memoryMb'>, dir: str
     '-sandbox',
     'on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny',
   ];
+}
+
+/** The board's disk: the descriptors 3 (read-write) and 4 (read-only) of one fdset. */
+function diskArgs(): string[] {
+  return [
+    // QEMU takes from the set a descriptor of the access mode it asks for: one of each.
+    '-add-fd',
+    'fd=3,set=1,opaque=disk-rw',
+    '-add-fd',
+    'fd=4,set=1,opaque=disk-ro',
+    '-drive',
+    'file=/dev/fdset/1,format=raw,if=none,id=hd0,cache=writeback',
+    '-device',
+    'virtio-blk-device,drive=hd0',
+  ];
+}
+
+/** The board's network: none yet. */
+function netArgs(): string[] {
+  return [];
+}
+
+/** The board's screen: none yet. */
+function displayArgs(): string[] {
+  return [];
 }
 
 /** The whole argv: cgroups joined, the board's uid, no capabilities, bubblewrap's namespaces, QEMU. */
