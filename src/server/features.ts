@@ -11,6 +11,7 @@ import { realtimeFeature } from './realtime/realtime.feature.ts';
 import { sequencesFeature } from './sequences/sequences.routes.ts';
 import { shareFeature } from './share/share.routes.ts';
 import { desktopFeature } from './desktop/desktop.feature.ts';
+import { snapshotsFeature } from './snapshots/snapshots.routes.ts';
 import { systemFeature } from './system/system.routes.ts';
 
 export const features: Feature[] = [
@@ -21,6 +22,7 @@ export const features: Feature[] = [
   filesFeature,
   flashFeature,
   shareFeature,
+  snapshotsFeature,
   sequencesFeature,
   realtimeFeature,
   desktopFeature,

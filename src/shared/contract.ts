@@ -13,6 +13,7 @@ import { queueCalls } from './queue.ts';
 import { sequenceCalls } from './sequences.ts';
 import { shareCalls } from './share.ts';
 import { shellCalls } from './shells.ts';
+import { snapshotCalls } from './snapshots.ts';
 import { systemCalls } from './system.ts';
 import { userCalls } from './user.ts';
 
@@ -30,6 +31,7 @@ export const contract: readonly CallDef[] = [
   ...shareCalls,
   ...desktopCalls,
   ...sequenceCalls,
+  ...snapshotCalls,
 ];
 
 export function findCall(name: string): CallDef | undefined {

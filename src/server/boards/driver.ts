@@ -15,6 +15,8 @@ export const Capability = {
   plugin: 'plugin',
   vnc: 'vnc',
   codeServer: 'codeServer',
+  /** Named snapshots of the board's whole disk (QEMU boards: `BoardDriver.snapshots`). */
+  snapshot: 'snapshot',
 } as const;
 export type Capability = (typeof Capability)[keyof typeof Capability];
 
@@ -134,6 +136,26 @@ export interface FlashOptions {
   tag?: string;
 }
 
+/**
+ * Snapshots of a board's whole disk (capability `snapshot`; src/server/boards/qemu/snapshot-disk.ts).
+ * Names are checked by the caller (src/shared/snapshots.ts); the service's own names never reach here.
+ */
+export interface BoardSnapshots {
+  /** The users' snapshots, oldest first. */
+  list(): Promise<{ name: string; createdAt: Date }[]>;
+  /** Saves the disk as it is now (the guest asked to sync first); `snapshot.name_taken` if it exists. */
+  save(name: string): Promise<void>;
+  /** Powers the board off, puts its disk back to the snapshot, atomically, and boots it. */
+  restore(name: string): Promise<void>;
+  remove(name: string): Promise<void>;
+  /** The snapshot as a raw disk image written to the host file `out`. */
+  exportRaw(name: string, out: string): Promise<void>;
+  /** Host bytes the board's snapshots keep allocated now (0 when it has none). */
+  chargedBytes(): Promise<number>;
+  /** Host bytes the board's writable disk takes now, snapshots or not (what a first save charges). */
+  diskBytes(): Promise<number>;
+}
+
 export interface BoardDriver {
   readonly boardId: string;
   readonly kind: 'local' | 'ssh' | 'qemu';
@@ -208,4 +230,6 @@ export interface BoardDriver {
    * host with code-server installed), so the code window is offered before one answers.
    */
   startsCodeServer?(): boolean;
+  /** Disk snapshots, on drivers with the `snapshot` capability. */
+  readonly snapshots?: BoardSnapshots;
 }

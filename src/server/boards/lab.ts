@@ -541,6 +541,9 @@ export class BoardLab {
     await this.setState(boardId, BoardState.resetting, 'restoring the default image');
     try {
       await d.restoreDefault();
+      // Its snapshots went with the disk (they end with the lease): their rows and charges go too.
+      await this.db.query('delete from board_snapshots where board_id = $1', [boardId]);
+      await this.db.query('delete from board_snapshot_charges where board_id = $1', [boardId]);
       // The board runs its default image again: its os attribute is the declared one again.
       await this.db.query(
         `update boards set attributes = case when declared_os is null then attributes - 'os'

@@ -34,6 +34,7 @@ import {
 } from '#shared/flash.ts';
 import { LeaseErrorKey } from '#shared/leases.ts';
 import { ShellCloseReason } from '#shared/realtime.ts';
+import { SnapshotErrorKey } from '#shared/snapshots.ts';
 import { fits, type ImageRow, ImageStore, kindFits, kindTaken } from './images.ts';
 import { hashFile } from './pack.ts';
 
@@ -324,6 +325,13 @@ export class FlashService {
         'This board cannot be flashed (no flash command configured)',
       );
     }
+    // Flashes keep no snapshots (docs/riscv-snapshots.md): a board that holds some says so at once.
+    const held = driver?.snapshots ? await driver.snapshots.list().catch(() => []) : [];
+    if (held.length)
+      throw conflict(
+        `The board holds ${held.length} snapshot(s): delete them (or save them as images) before flashing`,
+        SnapshotErrorKey.flashBlocked,
+      );
     if (board.state === 'flashing')
       throw conflict('The board is already being flashed', FlashErrorKey.alreadyFlashing);
     if (board.state !== 'leased')

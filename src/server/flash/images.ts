@@ -273,6 +273,9 @@ async function formatOf(file: string): Promise<ImageFormat | null> {
 
 /** Temporary files of uploads in flight: `.upload-<upload id>` in the uploads directory. */
 const TMP_PREFIX = '.upload-';
+/** What the snapshots of the boards user $1 holds on live leases cost (board_snapshot_charges). */
+const SNAPSHOT_CHARGES_SQL = `(select coalesce(sum(c.bytes), 0) from board_snapshot_charges c
+    join leases l on l.id = c.lease_id and l.state = 'live' where c.user_id = $1)`;
 /** Quota is reserved ahead of an upload's bytes in steps of this much. */
 const RESERVE_STEP = 4 * 1024 * 1024;
 /** How often an upload in flight tells the database it lives, and after how long silent it is dead. */
@@ -654,10 +657,14 @@ export class ImageStore {
     );
   }
 
-  /** The user's private images plus what their uploads in flight have reserved. */
+  /**
+   * The user's private images plus what their uploads in flight have reserved, plus what the
+   * snapshots of the boards they hold cost (src/server/snapshots: one quota for both).
+   */
   async usedBy(userId: string): Promise<number> {
     const [r] = await this.db.query<{ used: string | null }>(
-      `select coalesce(sum(size), 0) as used from flash_images where owner_id = $1 and retired_at is null`,
+      `select coalesce(sum(size), 0) + ${SNAPSHOT_CHARGES_SQL} as used
+         from flash_images where owner_id = $1 and retired_at is null`,
       [userId],
     );
     return Number(r?.used ?? 0);
@@ -777,8 +784,9 @@ export class ImageStore {
       await tx.execute(sql`select id from users where id = ${owner} for no key update`);
       const [r] = await rowsOf<{ used: string }>(
         tx,
-        sql`select coalesce(sum(size), 0) as used from flash_images
-             where owner_id = ${owner} and retired_at is null and tag <> ${claim.tag}`,
+        sql`select coalesce(sum(size), 0) + (select coalesce(sum(c.bytes), 0) from board_snapshot_charges c
+                join leases l on l.id = c.lease_id and l.state = 'live' where c.user_id = ${owner}) as used
+              from flash_images where owner_id = ${owner} and retired_at is null and tag <> ${claim.tag}`,
       );
       const free = this.quotaBytes - Number(r?.used ?? 0);
       if (free < need) return null;
@@ -947,6 +955,71 @@ export class ImageStore {
       if (!image) throw badRequest('The form had no image file', FlashErrorKey.imageInvalid);
       return image;
     } finally {
+      if (claim) await this.abandon(claim);
+    }
+  }
+
+  /**
+   * An image the service makes for the user (a board snapshot saved as an image): claimed and
+   * reserved like an upload, `produce` writes the file (img.zst) to the claim's temporary path while
+   * its growing size is reserved step by step (a reservation that fails aborts `produce`).
+   */
+  async produce(
+    user: AuthUser,
+    meta: { tag: string; name: string; description: string; osVersion?: string },
+    produce: (tmp: string, signal: AbortSignal) => Promise<void>,
+  ): Promise<ImageRow> {
+    await fs.promises.mkdir(this.uploadsDir, { recursive: true, mode: 0o700 });
+    const fields = uploadImageFields.parse({
+      tag: meta.tag,
+      name: meta.name,
+      description: meta.description,
+      osVersion: meta.osVersion ?? '',
+      visibility: 'private',
+    });
+    let claim: UploadClaim | null = await this.claim(fields, user);
+    const abort = new AbortController();
+    let quotaErr: unknown = null;
+    let reserving: Promise<void> = Promise.resolve();
+    const c = claim;
+    const watch = setInterval(() => {
+      reserving = reserving.then(async () => {
+        const size = (await fs.promises.stat(c.tmp).catch(() => null))?.size ?? 0;
+        if (size > c.reserved && !quotaErr)
+          await this.reserve(c, size).catch((err) => {
+            quotaErr = err;
+            abort.abort();
+          });
+      });
+    }, 500);
+    try {
+      await this.reserve(claim, 1);
+      try {
+        await produce(claim.tmp, abort.signal);
+      } finally {
+        clearInterval(watch);
+        await reserving;
+      }
+      if (quotaErr) throw quotaErr;
+      const size = (await fs.promises.stat(claim.tmp)).size;
+      if (size > claim.reserved) await this.reserve(claim, size);
+      const format = await formatOf(claim.tmp);
+      if (format !== 'img.zst' && format !== 'img')
+        throw new AppError(
+          500,
+          ResultCode.ServerError,
+          FlashErrorKey.imageInvalid,
+          'The image made is not a disk image',
+        );
+      const { sha256 } = await hashFile(claim.tmp);
+      const row = await this.complete(claim, { format, size, sha256 });
+      claim = null;
+      return row;
+    } catch (err) {
+      if (quotaErr) throw quotaErr;
+      throw err;
+    } finally {
+      clearInterval(watch);
       if (claim) await this.abandon(claim);
     }
   }

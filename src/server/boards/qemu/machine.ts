@@ -28,6 +28,8 @@ export const OPENSBI_FIRMWARE = '/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_d
 export const UBOOT_SMODE = '/usr/lib/u-boot/qemu-riscv64_smode/u-boot.bin';
 /** The virtio-serial port the board's agent (sshd -i) listens on, by name. */
 export const AGENT_PORT_NAME = 'org.bianbu.agent';
+/** The block node of the board's disk (its qcow2 overlay): internal snapshots are taken on it. */
+export const DISK_NODE = 'disk0';
 
 export interface MachineSpec {
   cores: number;
@@ -36,8 +38,10 @@ export interface MachineSpec {
   uid: number;
   /** The board's run directory: the service's listening sockets; root's, mode 0711. */
   runDir: string;
-  /** The disk image, a raw file in the service's own directory, handed to QEMU as a descriptor. */
+  /** The disk's base: the raw image a flash wrote, in the service's own directory (read-only). */
   diskFile: string;
+  /** The disk QEMU writes: a qcow2 overlay over `diskFile` (snapshot-disk.ts), a descriptor too. */
+  overlayFile: string;
   /** Shell text that joins the board's cgroups (BoardCgroups.joinScript), or ''. */
   cgroupJoin: string;
   /** Prefix of the process's argv that drops to `uid` and sandboxes it; [] runs QEMU as is (tests). */
@@ -107,18 +111,30 @@ export function qemuArgs(spec: Pick<MachineSpec, 'cores' | 'memoryMb'>, dir: str
   ];
 }
 
-/** The board's disk: the descriptors 3 (read-write) and 4 (read-only) of one fdset. */
+/**
+ * The board's disk: the qcow2 overlay (fds 3 read-write and 4 read-only, fdset 1) over the raw base
+ * (fd 5 read-only, fdset 2). The backing is a node named here, never the file name in the overlay's
+ * header, so QEMU opens no host path; the overlay's node `disk0` is what snapshots are taken on.
+ */
 function diskArgs(): string[] {
   return [
-    // QEMU takes from the set a descriptor of the access mode it asks for: one of each.
+    // QEMU takes from a set a descriptor of the access mode it asks for.
     '-add-fd',
-    'fd=3,set=1,opaque=disk-rw',
+    'fd=3,set=1,opaque=overlay-rw',
     '-add-fd',
-    'fd=4,set=1,opaque=disk-ro',
-    '-drive',
-    'file=/dev/fdset/1,format=raw,if=none,id=hd0,cache=writeback',
+    'fd=4,set=1,opaque=overlay-ro',
+    '-add-fd',
+    'fd=5,set=2,opaque=base-ro',
+    '-blockdev',
+    'driver=file,node-name=base-file,filename=/dev/fdset/2,read-only=on',
+    '-blockdev',
+    'driver=raw,node-name=base,file=base-file,read-only=on',
+    '-blockdev',
+    'driver=file,node-name=disk-file,filename=/dev/fdset/1',
+    '-blockdev',
+    `driver=qcow2,node-name=${DISK_NODE},file=disk-file,backing=base`,
     '-device',
-    'virtio-blk-device,drive=hd0',
+    `virtio-blk-device,drive=${DISK_NODE}`,
   ];
 }
 
@@ -283,18 +299,19 @@ export class Machine extends EventEmitter {
     await Promise.all([this.serialL!.ready(), this.qmpL!.ready(), this.agent!.ready()]);
     const argv = machineArgv(this.spec);
     this.stderr = '';
-    const rw = fs.openSync(this.spec.diskFile, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW);
-    let ro: number | null = null;
+    const fds: number[] = [];
     let proc: ChildProcess;
     try {
-      ro = fs.openSync(this.spec.diskFile, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      const flags = fs.constants.O_NOFOLLOW;
+      fds.push(fs.openSync(this.spec.overlayFile, fs.constants.O_RDWR | flags));
+      fds.push(fs.openSync(this.spec.overlayFile, fs.constants.O_RDONLY | flags));
+      fds.push(fs.openSync(this.spec.diskFile, fs.constants.O_RDONLY | flags));
       proc = spawn(argv[0], argv.slice(1), {
-        stdio: ['ignore', 'ignore', 'pipe', rw, ro],
+        stdio: ['ignore', 'ignore', 'pipe', ...fds],
         env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
       });
     } finally {
-      fs.closeSync(rw);
-      if (ro !== null) fs.closeSync(ro);
+      for (const fd of fds) fs.closeSync(fd);
     }
     this.proc = proc;
     proc.stderr?.setEncoding('utf8');
@@ -353,9 +370,9 @@ export class Machine extends EventEmitter {
     await this.qmp.execute('system_reset');
   }
 
-  async query<T>(command: string): Promise<T> {
+  async query<T>(command: string, args?: Record<string, unknown>, timeoutMs?: number): Promise<T> {
     if (!this.qmp) throw new DriverError('board.not_running', 'The machine is off');
-    return this.qmp.execute<T>(command);
+    return this.qmp.execute<T>(command, args, timeoutMs);
   }
 
   /** Ends the machine: QMP `quit`, then SIGKILL if it lingers. */

@@ -17,6 +17,7 @@ import type { Duplex } from 'node:stream';
 import type { QemuDriverOptions } from '#shared/boards.ts';
 import {
   type BoardDriver,
+  type BoardSnapshots,
   Capability,
   DriverError,
   type FlashOptions,
@@ -34,8 +35,9 @@ import { shQuote } from '../ssh/quote.ts';
 import { SshDriver } from '../ssh/ssh-driver.ts';
 import { ByteRing, sleep, withTimeout } from '../util.ts';
 import type { BoardImages } from './board-images.ts';
-import { Machine } from './machine.ts';
+import { DISK_NODE, Machine } from './machine.ts';
 import { RawImageError, verifyRawImage, writeRawImage } from './raw-image.ts';
+import { BoardDisk } from './snapshot-disk.ts';
 
 /** Largest disk a flash may write (decompressed): bombs stop here. */
 export const MAX_DISK_BYTES = 64 * 1024 ** 3;
@@ -113,11 +115,14 @@ export class QemuDriver implements BoardDriver {
   private facts: BoardFacts = {};
   private stopped = false;
   private readonly diskFile: string;
+  /** The disk's files: the raw base, the qcow2 overlay the machine writes, its snapshots. */
+  private readonly disk: BoardDisk;
 
   constructor(private readonly init: QemuBoardInit) {
     this.boardId = init.boardId;
     this.o = init.options;
     this.diskFile = path.join(init.boardDir, 'disk.img');
+    this.disk = new BoardDisk(init.boardDir, init.log);
     this.serialOut.setMaxListeners(0);
     this.agentEvents.setMaxListeners(0);
     const wrap =
@@ -150,6 +155,7 @@ export class QemuDriver implements BoardDriver {
       Capability.powerReset,
       Capability.flash,
       Capability.plugin,
+      Capability.snapshot,
     ]);
   }
 
@@ -194,6 +200,7 @@ export class QemuDriver implements BoardDriver {
       uid: id.base,
       runDir,
       diskFile: this.diskFile,
+      overlayFile: this.disk.overlay,
       cgroupJoin: this.cgroups.joinScript(),
       sandbox: true,
       log: this.init.log,
@@ -232,6 +239,10 @@ export class QemuDriver implements BoardDriver {
         },
       },
     });
+    // What a killed service left on the disk: a flash half swapped, a restore half done; a disk of an
+    // earlier version (raw only) gets its overlay.
+    await this.disk.prepare();
+    await this.disk.recover();
     // A first start (or a disk lost): the default image goes onto the board's disk first.
     if (!fs.existsSync(this.diskFile)) await this.writeDefaultImage();
     else {
@@ -520,6 +531,7 @@ export class QemuDriver implements BoardDriver {
       onProgress ?? (() => {}),
       { signal, format: 'img.zst', label: this.o.image, tag: this.o.image },
       img.facts.rawBytes,
+      true,
     );
   }
 
@@ -532,6 +544,7 @@ export class QemuDriver implements BoardDriver {
     onProgress: (p: FlashProgress) => void,
     opts: FlashOptions,
     expectBytes?: number,
+    dropSnapshots = false,
   ): Promise<void> {
     const next = `${this.diskFile}.next`;
     fs.rmSync(next, { force: true });
@@ -566,24 +579,110 @@ export class QemuDriver implements BoardDriver {
       });
       onProgress({ phase: 'verifying', percent: 100, bytesDone: written.bytes, bytesTotal: written.bytes });
       if (opts.signal?.aborted) throw new DriverError('flash.cancelled', 'Cancelled');
-      const wasOn = this.machine?.running ?? false;
-      await this.machine?.powerOff();
-      fs.renameSync(next, this.diskFile);
-      // Which image the disk holds now, for the catalogue (what the label names, or the file's name).
-      const tag = opts.tag ?? opts.label ?? path.basename(image);
-      fs.writeFileSync(`${this.diskFile}.image`, `${tag}\n`, { mode: 0o600 });
-      this.setFacts({ image: tag });
-      if (wasOn) await this.machine?.powerOn();
+      await this.disk.exclusive(async () => {
+        if (!dropSnapshots) await this.refuseWithSnapshots();
+        // The new overlay first, then the base's rename commits (snapshot-disk.ts, prepare()).
+        await this.disk.createOverlay(`${this.disk.overlay}.next`, written.bytes);
+        const wasOn = this.machine?.running ?? false;
+        await this.machine?.powerOff();
+        fs.renameSync(next, this.diskFile);
+        fs.renameSync(`${this.disk.overlay}.next`, this.disk.overlay);
+        fs.rmSync(this.disk.journal, { force: true });
+        this.afterSwap(image, opts);
+        if (wasOn) await this.machine?.powerOn();
+      });
     } catch (err) {
+      // Before the commit (the base's rename) both new files go; after it, prepare() finishes the swap.
+      if (fs.existsSync(next)) fs.rmSync(`${this.disk.overlay}.next`, { force: true });
       fs.rmSync(next, { force: true });
       if (err instanceof RawImageError) throw new DriverError(err.key, err.message);
       throw err;
     }
   }
 
+  private afterSwap(image: string, opts: FlashOptions): void {
+    // Which image the disk holds now, for the catalogue (what the label names, or the file's name).
+    const tag = opts.tag ?? opts.label ?? path.basename(image);
+    fs.writeFileSync(`${this.diskFile}.image`, `${tag}\n`, { mode: 0o600 });
+    this.setFacts({ image: tag });
+  }
+
+  // ---- snapshots (snapshot-disk.ts; docs/riscv-snapshots.md) -----------------------------------
+
+  readonly snapshots: BoardSnapshots = {
+    list: async () => {
+      // While the machine runs QEMU writes the snapshot table: ask it; else read the file.
+      if (!this.machine?.running) return this.disk.snapshots();
+      const nodes = await this.machine.query<
+        { 'node-name'?: string; image?: { snapshots?: { name: string; 'date-sec': number }[] } }[]
+      >('query-named-block-nodes', { flat: true });
+      const node = nodes.find((n) => n['node-name'] === DISK_NODE);
+      return (node?.image?.snapshots ?? [])
+        .filter((x) => !x.name.startsWith('_bianbu_'))
+        .map((x) => ({ name: x.name, createdAt: new Date(x['date-sec'] * 1000) }));
+    },
+    save: (name) =>
+      this.disk.exclusive(async () => {
+        if ((await this.disk.allSnapshots()).some((x) => x.name === name))
+          throw new DriverError('snapshot.name_taken', `The board has a snapshot named ${name}`);
+        if (!this.machine?.running) return this.disk.create(name);
+        await this.guestSync();
+        await this.machine.query('blockdev-snapshot-internal-sync', { device: DISK_NODE, name }, 60_000);
+      }),
+    restore: (name) =>
+      this.disk.exclusive(async () => {
+        if (!(await this.disk.snapshots()).some((x) => x.name === name))
+          throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
+        await this.machine?.powerOff();
+        try {
+          await this.disk.restore(name);
+        } finally {
+          // The board boots again either way: into the snapshot, or (a failure) as it was.
+          if (!this.stopped) await this.machine?.powerOn();
+        }
+      }),
+    remove: (name) =>
+      this.disk.exclusive(async () => {
+        if (!(await this.disk.snapshots()).some((x) => x.name === name))
+          throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
+        if (this.machine?.running)
+          await this.machine.query(
+            'blockdev-snapshot-delete-internal-sync',
+            { device: DISK_NODE, name },
+            60_000,
+          );
+        else await this.disk.remove(name);
+      }),
+    exportRaw: (name, out) =>
+      this.disk.exclusive(async () => {
+        if (!(await this.disk.snapshots()).some((x) => x.name === name))
+          throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
+        await this.disk.exportRaw(name, out);
+      }),
+    chargedBytes: async () => ((await this.disk.snapshots()).length ? this.disk.allocatedBytes() : 0),
+    diskBytes: async () => this.disk.allocatedBytes(),
+  };
+
+  /** Best effort: the guest writes its page cache out before a snapshot (a crash-consistent disk else). */
+  private async guestSync(): Promise<void> {
+    if (this.agent !== 'ready' || !this.ssh) return;
+    await withTimeout(this.ssh.exec('sync', 15_000), 15_000, 'guest sync').catch(() => {});
+  }
+
+  /** A flash keeps no snapshots (docs/riscv-snapshots.md): it waits until the board has none. */
+  private async refuseWithSnapshots(): Promise<void> {
+    const n = (await this.disk.snapshots()).length;
+    if (n)
+      throw new DriverError(
+        'snapshot.flash_blocked',
+        `The board holds ${n} snapshot(s): delete them (or save them as images) before flashing`,
+      );
+  }
+
   async flash(image: string, onProgress: (p: FlashProgress) => void, opts: FlashOptions = {}): Promise<void> {
     if (opts.format && imageKind(opts.format) !== 'disk')
       throw new DriverError('flash.image_invalid', 'A riscv64 board is flashed with a raw disk image');
+    await this.refuseWithSnapshots();
     onProgress({ phase: 'preparing', percent: 100 });
     await this.replaceDisk(image, onProgress, opts);
     if (!this.machine?.running) await this.machine?.powerOn();

