@@ -20,12 +20,14 @@
 // | 4410 | apply.ended, lease.expired, board.reset, board.flashing, board.changed_hands, share.revoked | the apply, lease or board ended the session (the same paths that close shells) |
 // | 4429 | vnc.too_many                    | more than VNC_LIMITS.sessionsPerApply open on one apply     |
 // | 4503 | vnc.unavailable                 | the board has no desktop, or it did not answer             |
+// | 4503 | board.booting                   | the board's machine is off for a moment (a flash, a restore) |
 // | 4000 | vnc.closed                      | the board's VNC server closed the connection               |
 // | 1001 | service.stopping                | the service is shutting down                               |
 //
 // Codes 4401, 4404, 4429 and 4503 are final (the console does not reconnect); the others (and a lost
 // connection) are retried with backoff while the pane is open. 4410 is final too, except for a board
-// that is being reset or flashed (VNC_RETRY_REASONS): its desktop comes back, so the pane retries.
+// that is being reset or flashed, and so is 4503 for a board whose machine is about to start
+// (VNC_RETRY_REASONS): its desktop comes back, so the pane retries.
 //
 // Flow control: the service holds at most VNC_LIMITS.highWaterBytes queued towards a browser; above
 // it the board side is paused until the browser has read down to lowWaterBytes. A browser message
@@ -54,6 +56,8 @@ export const VncCloseReason = {
   applyNotFound: 'apply.not_found',
   tooMany: 'vnc.too_many',
   unavailable: 'vnc.unavailable',
+  /** A riscv64 board's machine is off between a flash's or restore's power-off and power-on. */
+  booting: 'board.booting',
   closed: 'vnc.closed',
   serviceStopping: 'service.stopping',
 } as const;
@@ -68,7 +72,7 @@ export const VNC_FINAL_CODES: readonly number[] = [
 ];
 
 /** Reasons of a 4410 after which the desktop comes back (the console keeps retrying). */
-export const VNC_RETRY_REASONS: readonly string[] = ['board.reset', 'board.flashing'];
+export const VNC_RETRY_REASONS: readonly string[] = ['board.reset', 'board.flashing', VncCloseReason.booting];
 
 export const VNC_LIMITS = {
   sessionsPerApply: 8,

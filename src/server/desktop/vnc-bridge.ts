@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { type AuthUser, loadAuthUser } from '#server/auth/user-context.ts';
 import { tokenFromHeader, verifyCredential } from '#server/auth/tokens.ts';
-import type { BoardDriver } from '#server/boards/driver.ts';
+import { type BoardDriver, DriverError } from '#server/boards/driver.ts';
 import { AppError } from '#server/errors.ts';
 import type { CallContext, ResolvedApply } from '#server/http/handlers.ts';
 import { clientAddress, type ProxyTrust, proxyTrust } from '#server/http/trusted-proxies.ts';
@@ -197,7 +197,13 @@ export class VncBridge {
         { err: (err as Error).message, deviceId: apply.deviceId },
         'vnc: the board has no desktop',
       );
-      return this.close(s, VncClose.unavailable, VncCloseReason.unavailable);
+      // A machine about to start (a riscv64 board mid-flash) has its screen again soon: the pane retries.
+      const booting = err instanceof DriverError && err.key === 'board.booting';
+      return this.close(
+        s,
+        VncClose.unavailable,
+        booting ? VncCloseReason.booting : VncCloseReason.unavailable,
+      );
     }
     if (s.closed) {
       board.destroy();

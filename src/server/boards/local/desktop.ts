@@ -10,7 +10,7 @@
 // mount, network, PID), as the board's user, in its cgroups — so whatever the board does to /run/vnc
 // (a link to a host path, a fake socket, a program that floods) resolves and runs within the board
 // only. The host side only reads the relay's stdout, through a bounded bridge.
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { Duplex } from 'node:stream';
 import { DriverError } from '../driver.ts';
@@ -109,15 +109,20 @@ export const UNIX_RELAY =
 /**
  * Spawns a relay (argv: a program inside the board that writes "ok\n" to stderr once connected, then
  * relays stdio) and answers its stdio as one stream. A relay that says anything else, exits, or stays
- * silent past `timeoutMs` is killed and refused with `driver.failed` / `driver.timeout`.
+ * silent past `timeoutMs` is killed and refused with `driver.failed` / `driver.timeout`. `fds` are
+ * descriptors of the service's handed to the relay as its 3, 4, ...
  */
 export async function spawnRelay(
   argv: { file: string; args: string[] },
   env: Record<string, string>,
   timeoutMs: number,
   what: string,
+  fds: number[] = [],
 ): Promise<Duplex> {
-  const child = spawn(argv.file, argv.args, { stdio: ['pipe', 'pipe', 'pipe'], env });
+  const child = spawn(argv.file, argv.args, {
+    stdio: ['pipe', 'pipe', 'pipe', ...fds],
+    env,
+  }) as ChildProcessWithoutNullStreams;
   child.stdin.on('error', () => {});
   await withTimeout(
     new Promise<void>((resolve, reject) => {

@@ -16,10 +16,12 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { DriverError } from '../driver.ts';
 import { withTimeout } from '../util.ts';
 import { Qmp } from './qmp.ts';
 import { usrOnlyRoot } from './raw-image.ts';
+import { connectScreen, openNetns, SCREEN_VNC } from './screen.ts';
 
 export const QEMU_BINARY = '/usr/bin/qemu-system-riscv64';
 /** Debian's opensbi package: the generic platform's fw_dynamic (M-mode firmware). */
@@ -143,16 +145,37 @@ function netArgs(): string[] {
   return [];
 }
 
-/** The board's screen: none yet. */
+/**
+ * The board's screen: a virtio GPU (the guest's virtio-gpu DRM driver binds it and fbcon shows tty1 on
+ * it), a keyboard and a tablet for what viewers type and point. On virt's PCIe bus, not its MMIO bus as
+ * the disk: virt's MMIO transports are legacy virtio, and Linux's virtio-gpu and virtio-input drivers
+ * refuse a legacy device (the probe fails, status FAILED, no /dev/dri: seen with the trixie kernel).
+ * QEMU's VNC server serves the screen on 127.0.0.1:5900 of the machine's own network namespace
+ * (screen.ts: how the service gets there): no password, since nothing else can reach it;
+ * `share=force-shared` so that no viewer can push the others off; `lossy=on` lets a viewer's quality
+ * level (noVNC's, 0-9) choose JPEG for changing regions of tight updates.
+ */
 function displayArgs(): string[] {
-  return [];
+  return [
+    '-device',
+    'virtio-gpu-pci',
+    '-device',
+    'virtio-keyboard-pci',
+    '-device',
+    'virtio-tablet-pci',
+    '-vnc',
+    VNC_OPTIONS,
+  ];
 }
+
+const VNC_OPTIONS = `${SCREEN_VNC},share=force-shared,lossy=on`;
 
 /** The whole argv: cgroups joined, the board's uid, no capabilities, bubblewrap's namespaces, QEMU. */
 export function machineArgv(spec: MachineSpec): string[] {
   const inside = '/run/board';
   const qemu = [QEMU_BINARY, ...qemuArgs(spec, spec.sandbox ? inside : spec.runDir)];
-  if (!spec.sandbox) return qemu;
+  // Unsandboxed (tests of the argv), the screen would listen in the host's network: it gets none.
+  if (!spec.sandbox) return qemu.map((a) => (a === VNC_OPTIONS ? 'none' : a));
   const id = String(spec.uid);
   return [
     '/bin/sh',
@@ -264,6 +287,10 @@ export class Listener {
 
 export class Machine extends EventEmitter {
   private proc: ChildProcess | null = null;
+  /** A handle on the running machine's network namespace, where its VNC server listens (screen.ts). */
+  private netns: number | null = null;
+  /** The screen's relays open now, one per viewer: ended with the machine. */
+  private readonly screens = new Set<Duplex>();
   private qmp: Qmp | null = null;
   private serial: net.Socket | null = null;
   private serialL: Listener | null = null;
@@ -321,6 +348,7 @@ export class Machine extends EventEmitter {
     proc.once('exit', (code, signal) => {
       if (this.proc === proc) {
         this.proc = null;
+        this.dropScreens();
         this.qmp?.close();
         this.qmp = null;
         this.emit('exit', { code, signal, stderr: this.stderr.trim().slice(-500) });
@@ -335,6 +363,11 @@ export class Machine extends EventEmitter {
       this.qmp.on('event', (e: { event?: string }) => {
         if (e.event === 'RESET') this.onBoot('reset');
       });
+      if (this.spec.sandbox) {
+        this.netns = openNetns(proc.pid!);
+        if (this.netns === null)
+          this.spec.log?.('the board machine has no screen: its sandbox was not found');
+      }
       this.onBoot('power-on');
     } catch (err) {
       proc.kill('SIGKILL');
@@ -385,6 +418,30 @@ export class Machine extends EventEmitter {
       proc.kill('SIGKILL');
       return withTimeout(gone, 5000, 'QEMU kill').catch(() => {});
     });
+  }
+
+  /**
+   * A viewer's stream to the machine's screen (QEMU's VNC server, RFB), through a relay of its own that
+   * ends when the viewer or the machine does.
+   */
+  async connectScreen(): Promise<Duplex> {
+    if (!this.running) throw new DriverError('board.booting', 'The machine is not running yet');
+    if (this.netns === null) throw new DriverError('capability.unsupported', 'This machine has no screen');
+    const s = await connectScreen(this.netns);
+    if (!this.running) {
+      s.destroy();
+      throw new DriverError('board.booting', 'The machine is not running yet');
+    }
+    this.screens.add(s);
+    s.once('close', () => this.screens.delete(s));
+    return s;
+  }
+
+  private dropScreens(): void {
+    if (this.netns !== null) fs.closeSync(this.netns);
+    this.netns = null;
+    for (const s of this.screens) s.destroy();
+    this.screens.clear();
   }
 
   /** Powers off and removes the listeners. */

@@ -155,6 +155,7 @@ export class QemuDriver implements BoardDriver {
       Capability.powerReset,
       Capability.flash,
       Capability.plugin,
+      Capability.vnc,
       Capability.snapshot,
     ]);
   }
@@ -490,6 +491,16 @@ export class QemuDriver implements BoardDriver {
     if (r.code !== 0)
       throw new DriverError('plugin.failed', r.stderr.trim().slice(-500) || `exit code ${r.code}`);
     return r.stdout;
+  }
+
+  /**
+   * The board's own screen (machine.ts displayArgs, screen.ts): QEMU's VNC server, reached through a
+   * relay per viewer. It answers from power-on, so a viewer sees the boot reach the console login; a
+   * machine that is off (a flash or restore between its power-off and power-on) says `board.booting`.
+   */
+  async connectVnc(): Promise<Duplex> {
+    if (this.stopped || !this.machine) throw new DriverError('board.not_running', 'The board is stopped');
+    return this.machine.connectScreen();
   }
 
   async connectPort(_port: number): Promise<Duplex> {

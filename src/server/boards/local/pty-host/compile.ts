@@ -10,9 +10,14 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** Compiles `source` (next to this file); rejects with the compiler's message when it cannot build. */
+/**
+ * Compiles `source` (next to this file, or an absolute path: another driver's program); rejects with the
+ * compiler's message when it cannot build.
+ */
 export async function compileProgram(source: string, name: string, what: string): Promise<number> {
-  const src = path.join(path.dirname(fileURLToPath(import.meta.url)), source);
+  const src = path.isAbsolute(source)
+    ? source
+    : path.join(path.dirname(fileURLToPath(import.meta.url)), source);
   // A directory of the service's own (0700), removed once the program is open.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
   try {
