@@ -1,0 +1,242 @@
+// A riscv64 board's own screen (issue 36): QEMU's VNC server in the machine's own network namespace,
+// reached by one relay per viewer (src/server/boards/qemu/screen.ts). One real board, booted once: the
+// relay reaches that namespace's 127.0.0.1:5900 and nothing else, several viewers see and type on the
+// same screen, and no relay outlives its viewer or the board. Needs the board images and QEMU.
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Duplex } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
+import type { QemuDriver } from '#server/boards/qemu/qemu-driver.ts';
+import { openNetns } from '#server/boards/qemu/screen.ts';
+import {
+  grab,
+  key,
+  litPixels,
+  openScreen,
+  qemuUnder,
+  readerOf,
+  type Screen,
+  type as typeText,
+} from '../bench/rfb-screen.ts';
+import { makeTestApp, type TestApp } from './helpers/app.ts';
+
+const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? 'data/images/board');
+const BOARD = 'rv-screen';
+const BACKSPACE = 0xff08;
+
+let t: TestApp;
+let work: string;
+const driver = () => t.app.boards.driver(BOARD) as unknown as QemuDriver;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, probe: () => Promise<T | null> | T | null, ms: number): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== null && v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(500);
+  }
+}
+
+/** The screen relays this process runs now (screen-relay.c, run from its descriptor). */
+function relays(): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (!fs.readlinkSync(`/proc/${d}/exe`).includes('bianbu-screen-relay')) continue;
+      const ppid = /^PPid:\s*(\d+)$/m.exec(fs.readFileSync(`/proc/${d}/status`, 'utf8'))?.[1];
+      if (Number(ppid) === process.pid) out.push(Number(d));
+    } catch {}
+  }
+  return out;
+}
+
+async function viewer(): Promise<{ s: Duplex; screen: Screen }> {
+  const s = await driver().connectVnc();
+  const screen = await openScreen(
+    readerOf(s),
+    (b) => s.write(b),
+    () => s.destroy(),
+  );
+  return { s, screen };
+}
+
+/** The console login on the guest's fbcon: a screen larger than QEMU's 640×480 placeholder, text on it. */
+async function loginScreen(screen: Screen): Promise<Buffer> {
+  return until(
+    "tty1's login on the board's screen",
+    async () => {
+      const px = await grab(screen);
+      return screen.width > 640 && litPixels(px, 0, 0, screen.width, screen.height, screen.width) > 500
+        ? Buffer.from(px)
+        : null;
+    },
+    420_000,
+  );
+}
+
+describe("a riscv64 board's own screen", () => {
+  beforeAll(async () => {
+    const images = new BoardImages(IMAGES);
+    if (!images.find(boardImageTag('minimal')))
+      throw new Error(`board image missing in ${IMAGES}: minimal (run scripts/board-images/build.sh)`);
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-rv-screen-'));
+    const labFile = path.join(work, 'lab.yaml');
+    fs.writeFileSync(
+      labFile,
+      JSON.stringify({
+        boards: [
+          {
+            id: BOARD,
+            name: BOARD,
+            model: 'QEMU riscv64 virt',
+            driver: 'qemu',
+            options: { image: boardImageTag('minimal'), cores: 2, memoryMb: 1024 },
+          },
+        ],
+      }),
+    );
+    t = await makeTestApp({
+      env: {
+        BIANBU_LAB_FILE: labFile,
+        BIANBU_BOARD_IMAGES: IMAGES,
+        BIANBU_PROBE_INTERVAL_MS: '2000',
+        BIANBU_METRICS_INTERVAL_MS: '600000',
+      },
+    });
+    await until(
+      'the board machine',
+      () => {
+        try {
+          return driver().state.running;
+        } catch {
+          return false;
+        }
+      },
+      300_000,
+    );
+  }, 600_000);
+
+  afterAll(async () => {
+    await t?.close();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it("takes only a sandbox's own network namespace, never the host's or a stranger's", async () => {
+    const kids: ChildProcess[] = [];
+    const parent = (script: string) => {
+      const c = spawn('/bin/sh', ['-c', script], { stdio: 'ignore' });
+      kids.push(c);
+      return c.pid!;
+    };
+    try {
+      const inHost = parent('sleep 30 & wait');
+      const inOwn = parent('unshare --net sleep 30 & wait');
+      const two = parent('unshare --net sleep 30 & unshare --net sleep 30 & wait');
+      await sleep(500);
+      // A child in the host's network: refused.
+      expect(openNetns(inHost)).toBeNull();
+      // A child in a namespace of its own: its handle.
+      const fd = openNetns(inOwn);
+      expect(fd).not.toBeNull();
+      const child = Number(fs.readFileSync(`/proc/${inOwn}/task/${inOwn}/children`, 'utf8').trim());
+      expect(fs.fstatSync(fd!).ino).toBe(fs.statSync(`/proc/${child}/ns/net`).ino);
+      fs.closeSync(fd!);
+      // Not one child (not a bubblewrap), or no such process: refused.
+      expect(openNetns(two)).toBeNull();
+      expect(openNetns(2 ** 22 + 7)).toBeNull();
+    } finally {
+      for (const k of kids) k.kill('SIGKILL');
+    }
+  });
+
+  it("reaches QEMU's VNC server on 127.0.0.1:5900 of the machine's namespace, and nothing else", async () => {
+    // A decoy where a relay that stayed in the host's network would land.
+    const decoy = net.createServer((c) => c.end('RFB 003.008\n\x01\x01'));
+    const decoyUp = await new Promise<boolean>((r) => {
+      decoy.once('error', () => r(false));
+      decoy.listen(5900, '127.0.0.1', () => r(true));
+    });
+    try {
+      const { s, screen } = await viewer();
+      // QEMU's server names itself; the decoy never answers a ServerInit.
+      expect(screen.name).toBe('QEMU');
+      const [relay] = relays();
+      expect(relay).toBeGreaterThan(0);
+      const qemu = qemuUnder(process.pid);
+      const ns = (pid: number | 'self', which: string) => fs.readlinkSync(`/proc/${pid}/ns/${which}`);
+      // Its network is the machine's; its mounts, pids and users stay the host's (no board path).
+      expect(ns(relay, 'net')).toBe(ns(qemu, 'net'));
+      expect(ns(relay, 'net')).not.toBe(ns('self', 'net'));
+      for (const which of ['mnt', 'pid', 'user']) expect(ns(relay, which)).toBe(ns('self', which));
+      // It copies the board's bytes as nobody, with no capabilities.
+      const status = fs.readFileSync(`/proc/${relay}/status`, 'utf8');
+      expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe('65534');
+      expect(/^CapEff:\s+(\S+)/m.exec(status)?.[1]).toBe('0000000000000000');
+      expect(/^NoNewPrivs:\s+(\d)/m.exec(status)?.[1]).toBe('1');
+      // Its connection: from that namespace's loopback to its port 5900 (0x170C), established.
+      const tcp = fs.readFileSync(`/proc/${relay}/net/tcp`, 'utf8');
+      expect(tcp).toMatch(/0100007F:[0-9A-F]{4} 0100007F:170C 01/);
+      s.destroy();
+      if (decoyUp) console.log('decoy listened on the host 127.0.0.1:5900; the relay did not reach it');
+    } finally {
+      decoy.close();
+    }
+  }, 60_000);
+
+  it('serves several viewers at once the same screen, and what one types shows on all', async () => {
+    const views = await Promise.all([viewer(), viewer(), viewer()]);
+    try {
+      expect(relays().length).toBe(3);
+      const first = await loginScreen(views[0].screen);
+      const { width, height } = views[0].screen;
+      for (const v of views.slice(1)) {
+        await grab(v.screen);
+        expect([v.screen.width, v.screen.height]).toEqual([width, height]);
+      }
+      // Typing on the first viewer: the others see the screen change (tty1 echoes the login name).
+      typeText(views[0].screen, 'root');
+      const changed = await until(
+        'the typed name on every viewer',
+        async () => {
+          const shots = await Promise.all(views.map((v) => grab(v.screen)));
+          return shots.every((p) => !p.equals(first)) ? shots.map((p) => Buffer.from(p)) : null;
+        },
+        60_000,
+      );
+      // All viewers see the same pixels once the screen is still.
+      await sleep(1500);
+      const still = await Promise.all(views.map(async (v) => Buffer.from(await grab(v.screen))));
+      expect(still[1].equals(still[0])).toBe(true);
+      expect(still[2].equals(still[0])).toBe(true);
+      expect(changed.length).toBe(3);
+      // Leave the login prompt as it was for whoever comes next.
+      for (let i = 0; i < 4; i++) key(views[0].screen, BACKSPACE);
+    } finally {
+      for (const v of views) v.s.destroy();
+    }
+    // The relays end with their viewers.
+    await until('no relay after the viewers left', () => relays().length === 0, 10_000);
+    // A viewer after the others left is served as the first was.
+    const again = await viewer();
+    expect(again.screen.name).toBe('QEMU');
+    again.s.destroy();
+    await until('no relay after the last viewer left', () => relays().length === 0, 10_000);
+  }, 600_000);
+
+  it('leaves no relay behind when the board stops with viewers open', async () => {
+    const views = await Promise.all([viewer(), viewer()]);
+    expect(relays().length).toBe(2);
+    const closed = views.map((v) => new Promise<void>((r) => v.s.once('close', () => r())));
+    await driver().stop();
+    await Promise.all(closed);
+    await until('no relay after the board stopped', () => relays().length === 0, 10_000);
+    await expect(driver().connectVnc()).rejects.toMatchObject({ key: 'board.not_running' });
+  }, 120_000);
+});
