@@ -19,7 +19,7 @@ import {
 import { call } from '#web/api/http.ts';
 import { Button, cx, Spinner } from '#web/components/ui.tsx';
 import { session } from '#web/state/session.ts';
-import { SPECIAL_KEYS, type SpecialKey, vncOps } from './ops.ts';
+import { keysymOf, SPECIAL_KEYS, type SpecialKey, vncOps } from './ops.ts';
 import { saveVncSettings, vncWindow } from './state.ts';
 
 const statusCall = desktopCalls[0];
@@ -303,6 +303,22 @@ export default function VncPane({ applyId }: { applyId: string }) {
           data-testid="vnc-clip-send"
         >
           {t('vnc.clipboardSend')}
+        </Button>
+        {/* A screen with no clipboard (a riscv64 board's console) takes the text as keystrokes. */}
+        <Button
+          size="sm"
+          variant="ghost"
+          disabled={!clip || snap.viewOnly}
+          title={t('vnc.clipboardTypeTitle')}
+          onClick={() => {
+            const c = rfb.current;
+            if (!c) return;
+            for (const ch of clip.replace(/\r\n/g, '\n')) c.sendKey(keysymOf(ch), null);
+            c.focus();
+          }}
+          data-testid="vnc-clip-type"
+        >
+          {t('vnc.clipboardType')}
         </Button>
         {snap.remoteClipboard ? (
           <Button

@@ -37,6 +37,17 @@ export const SPECIAL_KEYS = {
 
 export type SpecialKey = keyof typeof SPECIAL_KEYS;
 
+/**
+ * The X keysym that types `ch`: Latin-1 as itself, Return and Tab by name, the rest of Unicode as
+ * 0x01000000 + its code point (X's convention; a server without such a key drops it).
+ */
+export function keysymOf(ch: string): number {
+  const cp = ch.codePointAt(0) ?? 0;
+  if (ch === '\n' || ch === '\r') return 0xff0d;
+  if (ch === '\t') return 0xff09;
+  return cp < 0x100 ? cp : 0x01000000 + cp;
+}
+
 export const vncOps = {
   sendKeys: (_k: SpecialKey): void => {},
   reconnect: (): void => {},
