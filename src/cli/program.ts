@@ -15,6 +15,7 @@ import { registerRaw } from './commands/raw.ts';
 import { registerSeq } from './commands/seq.ts';
 import { registerShare } from './commands/share.ts';
 import { registerShell } from './commands/shell.ts';
+import { registerSnapshot } from './commands/snapshot.ts';
 
 export function buildProgram(): Command {
   const program = new Command('bianbu');
@@ -59,6 +60,7 @@ Errors go to stderr as "bianbu: <message> (<stable key>)", or {"error": {...}} w
   registerCp(program);
   registerSeq(program);
   registerShare(program);
+  registerSnapshot(program);
   registerRaw(program);
   registerCompletion(program);
   return program;

@@ -45,6 +45,18 @@ const step = z.union([
   z
     .object({ ...common, wait: z.union([seconds(3600), z.object({ seconds: seconds(3600) }).strict()]) })
     .strict(),
+  // A snapshot of the board's whole disk (docs/riscv-snapshots.md): `snapshot: {save: NAME}`, or
+  // restore / rm. The name may hold parameters; it is checked (src/shared/snapshots.ts) once put in.
+  z
+    .object({
+      ...common,
+      snapshot: z.union([
+        z.object({ save: text(200) }).strict(),
+        z.object({ restore: text(200) }).strict(),
+        z.object({ rm: text(200) }).strict(),
+      ]),
+    })
+    .strict(),
 ]);
 
 export const sequenceDoc = z
@@ -77,7 +89,9 @@ export type SequenceStep = { label: string; onFailure: 'stop' | 'continue' } & (
   | { kind: 'reset' }
   | { kind: 'renew'; duration: '48h' | '7d' | '1m' }
   | { kind: 'wait'; seconds: number }
+  | { kind: 'snapshot'; action: SnapshotStepAction; name: string }
 );
+export type SnapshotStepAction = 'save' | 'restore' | 'rm';
 
 function labelOf(s: SequenceStep): string {
   switch (s.kind) {
@@ -91,6 +105,8 @@ function labelOf(s: SequenceStep): string {
       return `renew ${s.duration}`;
     case 'wait':
       return `wait ${s.seconds}s`;
+    case 'snapshot':
+      return `snapshot ${s.action} ${s.name}`;
   }
 }
 
@@ -117,7 +133,15 @@ export function stepsOf(doc: SequenceDoc): SequenceStep[] {
         kind: 'renew',
         duration: typeof raw.renew === 'string' ? raw.renew : raw.renew.duration,
       };
-    else s = { ...base, kind: 'wait', seconds: typeof raw.wait === 'number' ? raw.wait : raw.wait.seconds };
+    else if ('snapshot' in raw) {
+      const sn = raw.snapshot;
+      s =
+        'save' in sn
+          ? { ...base, kind: 'snapshot', action: 'save', name: sn.save }
+          : 'restore' in sn
+            ? { ...base, kind: 'snapshot', action: 'restore', name: sn.restore }
+            : { ...base, kind: 'snapshot', action: 'rm', name: sn.rm };
+    } else s = { ...base, kind: 'wait', seconds: typeof raw.wait === 'number' ? raw.wait : raw.wait.seconds };
     s.label = raw.name?.trim() || labelOf(s);
     return s;
   });
@@ -233,6 +257,7 @@ function messageOf(issue: Issue): string {
 const PARAM_REF = /\$\{([A-Za-z_][A-Za-z0-9_-]{0,31})\}/g;
 
 function textsOf(s: SequenceStep): string[] {
+  if (s.kind === 'snapshot') return [s.name, s.label];
   return s.kind === 'flash' ? [s.image, s.label] : s.kind === 'exec' ? [s.command, s.label] : [s.label];
 }
 
@@ -245,6 +270,7 @@ export function withParams(s: SequenceStep, values: Record<string, string>): Seq
   const put = (t: string) => t.replace(PARAM_REF, (_m, name: string) => values[name] ?? '');
   if (s.kind === 'flash') return { ...s, image: put(s.image), label: put(s.label) };
   if (s.kind === 'exec') return { ...s, command: put(s.command), label: put(s.label) };
+  if (s.kind === 'snapshot') return { ...s, name: put(s.name), label: put(s.label) };
   return { ...s, label: put(s.label) };
 }
 

@@ -83,7 +83,7 @@ export const sequenceName = z
   .max(64)
   .regex(/^[\p{L}\p{N}][\p{L}\p{N} ._-]*$/u, 'letters, digits, spaces, dots, dashes and underscores');
 
-export const STEP_KINDS = ['flash', 'exec', 'reset', 'renew', 'wait'] as const;
+export const STEP_KINDS = ['flash', 'exec', 'reset', 'renew', 'wait', 'snapshot'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 
 /** A parameter's name, as `${name}` refers to it. */

@@ -8,7 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
 import { BoardDisk, JOURNAL_NAME, PRE_RESTORE } from '#server/boards/qemu/snapshot-disk.ts';
+import { type CliEnv, runCli } from './helpers/cli-run.ts';
 
 const MIB = 1024 * 1024;
 
@@ -196,4 +198,198 @@ describe('a board disk: a qcow2 overlay over the raw base, its snapshots', () =>
     expect(raw.subarray(0, MIB).every((b) => b === 0x11)).toBe(true);
     expect(raw.subarray(2 * MIB, 3 * MIB).every((b) => b === 0xaa)).toBe(true);
   });
+});
+
+const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? 'data/images/board');
+const BOARD = 'snap-rv';
+const NAME = 'rv';
+
+/** One service process on the test's data directory (helpers/snapshot-service.ts). */
+interface Service {
+  child: ReturnType<typeof spawn>;
+  url: string;
+  key?: string;
+  exited: Promise<unknown>;
+}
+
+function startService(o: { dataDir: string; labFile: string }): Promise<Service> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(import.meta.dirname, 'helpers', 'snapshot-service.ts')],
+    {
+      cwd: process.cwd(),
+      env: {
+        ...process.env,
+        DATABASE_URL: '',
+        BIANBU_SNAPSHOT_SERVICE: JSON.stringify({ ...o, images: IMAGES }),
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const exited = new Promise((r) => child.once('exit', r));
+  let out = '';
+  return new Promise<Service>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`the service did not start: ${out}`)), 300_000);
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      const url = /URL (\S+)/.exec(out)?.[1];
+      if (url) {
+        clearTimeout(t);
+        resolve({ child, url, key: /KEY (\S+)/.exec(out)?.[1], exited });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the service exited (${code}): ${out}`)));
+  });
+}
+
+describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service killed mid-restore', () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-snap-'));
+  const dataDir = path.join(work, 'data');
+  const labFile = path.join(work, 'lab.yaml');
+  const boardDir = path.join(dataDir, 'boards', BOARD);
+  let svc: Service | null = null;
+  let env: CliEnv;
+  const bianbu = (args: string[], timeoutMs = 600_000) => runCli(env, args, { timeoutMs });
+  async function sh(cmd: string): Promise<string> {
+    const r = await bianbu(['exec', NAME, '--', 'sh', '-c', cmd]);
+    if (r.code !== 0) throw new Error(`exec ${cmd}: ${r.code} ${r.stderr}`);
+    return r.stdout.trim();
+  }
+
+  beforeAll(async () => {
+    if (!new BoardImages(IMAGES).find(boardImageTag('minimal')))
+      throw new Error(`the minimal board image is missing in ${IMAGES} (scripts/board-images/build.sh)`);
+    fs.writeFileSync(
+      labFile,
+      JSON.stringify({
+        boards: [
+          {
+            id: BOARD,
+            name: BOARD,
+            model: 'QEMU riscv64 virt',
+            driver: 'qemu',
+            options: { image: boardImageTag('minimal'), cores: 2, memoryMb: 1024 },
+          },
+        ],
+      }),
+    );
+    svc = await startService({ dataDir, labFile });
+    env = { url: svc.url, key: svc.key!, configFile: path.join(work, 'cli.json') };
+    // The board comes into service once its first disk is written and its machine answers.
+    for (const deadline = Date.now() + 600_000; ; ) {
+      const r = await bianbu(['request', NAME, '--duration', '48h']);
+      if (r.code === 0) break;
+      if (Date.now() > deadline) throw new Error(`no lease: ${r.stderr}`);
+      await new Promise((res) => setTimeout(res, 3000));
+    }
+  }, 900_000);
+
+  afterAll(async () => {
+    if (svc) {
+      svc.child.kill('SIGTERM');
+      await Promise.race([svc.exited, new Promise((r) => setTimeout(r, 20_000))]);
+      svc.child.kill('SIGKILL');
+    }
+    fs.rmSync(work, { recursive: true, force: true });
+  }, 60_000);
+
+  it('with the CLI: a file written, saved, deleted and restored is there again', async () => {
+    await sh('echo kept-1 > /root/snap.txt && sync');
+    const save = await bianbu(['snapshot', 'save', NAME, 'first']);
+    expect(save.code, save.stderr).toBe(0);
+    // Saving costs no copy of the disk: the overlay grew by metadata only.
+    const ls = await bianbu(['snapshot', 'ls', NAME, '--json']);
+    expect(ls.code, ls.stderr).toBe(0);
+    const listed = JSON.parse(ls.stdout) as { items: { name: string }[]; usage: { chargedBytes: number } };
+    expect(listed.items.map((i) => i.name)).toEqual(['first']);
+    expect(listed.usage.chargedBytes).toBeGreaterThan(0);
+    expect(fs.readdirSync(boardDir).sort()).toEqual(expect.arrayContaining(['disk.img', 'disk.qcow2']));
+    await sh('rm /root/snap.txt && sync');
+    expect(await sh('test -e /root/snap.txt && echo yes || echo no')).toBe('no');
+    const dup = await bianbu(['snapshot', 'save', NAME, 'first']);
+    expect(dup.code).not.toBe(0);
+    expect(dup.stderr).toMatch(/snapshot\.name_taken/);
+    const bad = await bianbu(['snapshot', 'save', NAME, '_bianbu_pre_restore']);
+    expect(bad.code).not.toBe(0);
+    const restore = await bianbu(['snapshot', 'restore', NAME, 'first']);
+    expect(restore.code, restore.stderr).toBe(0);
+    // The CLI waits for the board to boot again.
+    expect(await sh('cat /root/snap.txt')).toBe('kept-1');
+    // A flash is refused while the board holds snapshots.
+    const flash = await bianbu(['flash', boardImageTag('minimal'), NAME]);
+    expect(flash.code).not.toBe(0);
+    expect(flash.stderr).toMatch(/snapshot\.flash_blocked/);
+  }, 900_000);
+
+  it('with a sequence: snapshot save, delete, snapshot restore, the file is back', async () => {
+    const file = path.join(work, 'snap-seq.yaml');
+    fs.writeFileSync(
+      file,
+      [
+        'name: snap-roundtrip',
+        'steps:',
+        '  - exec: echo kept-2 > /root/seq.txt && sync',
+        '  - snapshot: { save: second }',
+        '  - exec: rm /root/seq.txt && sync',
+        '  - snapshot: { restore: second }',
+        '  - exec: grep -q kept-2 /root/seq.txt',
+      ].join('\n'),
+    );
+    const imp = await bianbu(['seq', 'import', file]);
+    expect(imp.code, imp.stderr).toBe(0);
+    const run = await bianbu(['seq', 'run', 'snap-roundtrip', NAME, '--wait', '--json']);
+    expect(run.code, `${run.stdout} ${run.stderr}`).toBe(0);
+    const r = JSON.parse(run.stdout) as { boards: { state: string; steps: { state: string }[] }[] };
+    expect(r.boards[0].state).toBe('success');
+    expect(r.boards[0].steps.map((x) => x.state)).toEqual(Array(5).fill('success'));
+  }, 900_000);
+
+  it('a service killed with SIGKILL during a restore: restarted, the restore is finished, the board boots', async () => {
+    await sh('echo after-second > /root/late.txt && rm -f /root/snap.txt && sync');
+    const leases = JSON.parse((await bianbu(['leases', '--json'])).stdout) as {
+      items: { serverName: string; applyId: string | null }[];
+    };
+    const lease = leases.items;
+    const applyId = lease.find((l) => l.serverName === NAME)?.applyId;
+    expect(applyId).toBeTruthy();
+    // The kill lands the moment the journal appears: the restore has begun, not ended.
+    let seenJournal = false;
+    const watcher = fs.watch(boardDir, (_ev, f) => {
+      if (f === JOURNAL_NAME && !seenJournal && fs.existsSync(path.join(boardDir, JOURNAL_NAME))) {
+        seenJournal = true;
+        svc!.child.kill('SIGKILL');
+      }
+    });
+    const answer = fetch(`${svc!.url}/api/device/snapshot-restore`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: env.key, ApplyAccess: applyId! },
+      body: JSON.stringify({ name: 'first' }),
+    }).catch((e: unknown) => e);
+    await svc!.exited;
+    watcher.close();
+    await answer;
+    expect(seenJournal).toBe(true);
+    expect(fs.existsSync(path.join(boardDir, JOURNAL_NAME))).toBe(true);
+    // Started again on the same data: the driver finishes the restore before the machine boots.
+    svc = await startService({ dataDir, labFile });
+    env = { ...env, url: svc.url };
+    expect(await sh('cat /root/snap.txt')).toBe('kept-1');
+    expect(await sh('test -e /root/late.txt && echo yes || echo no')).toBe('no');
+    expect(fs.existsSync(path.join(boardDir, JOURNAL_NAME))).toBe(false);
+    const ls = JSON.parse((await bianbu(['snapshot', 'ls', NAME, '--json'])).stdout) as {
+      items: { name: string }[];
+    };
+    expect(ls.items.map((i) => i.name).sort()).toEqual(['first', 'second']);
+    const info = execFileSync('qemu-img', ['info', '-U', '--output=json', '-f', 'qcow2', 'disk.qcow2'], {
+      cwd: boardDir,
+      encoding: 'utf8',
+    });
+    expect(info).not.toMatch(/_bianbu_/);
+    // Deleted snapshots are gone from the disk too.
+    const rm = await bianbu(['snapshot', 'rm', NAME, 'second']);
+    expect(rm.code, rm.stderr).toBe(0);
+    expect(
+      execFileSync('qemu-img', ['snapshot', '-U', '-l', 'disk.qcow2'], { cwd: boardDir, encoding: 'utf8' }),
+    ).not.toMatch(/second/);
+  }, 900_000);
 });

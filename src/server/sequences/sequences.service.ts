@@ -34,7 +34,12 @@ import {
   type SequenceRunDto,
   StepFailure,
 } from '#shared/sequences.ts';
+import { snapshotName } from '#shared/snapshots.ts';
 import { execOnBoard } from './board-exec.ts';
+
+/** How long a snapshot restore step waits for the board to answer again after its reboot. */
+const SNAPSHOT_BOOT_WAIT_MS = 300_000;
+
 import { type RunRow, SequenceRepo, type SequenceRow } from './sequences.repo.ts';
 
 /** How often a flash step looks at its job. */
@@ -437,6 +442,36 @@ export class SequenceService {
           errorKey: ok ? null : StepFailure.status,
           detail: `exit ${r.status}`,
         };
+      }
+      case 'snapshot': {
+        const access = await this.held(user, deviceId);
+        const apply = { applyId: '', deviceId, userId: user.id, leaseId: access.leaseId };
+        const name = snapshotName.safeParse(step.name);
+        if (!name.success)
+          throw badRequest(`Not a snapshot name: ${name.error.issues[0]?.message}`, 'request.invalid');
+        if (step.action === 'save') await this.app.snapshots.save(apply, name.data);
+        else if (step.action === 'restore') {
+          await this.app.snapshots.restore(apply, name.data);
+          // The board reboots into the snapshot: the step ends once it answers again, so the next
+          // step (an exec) finds it up.
+          const deadline = Date.now() + SNAPSHOT_BOOT_WAIT_MS;
+          for (;;) {
+            const r = await execOnBoard(this.app.boards.driver(deviceId), 'true', {
+              timeoutMs: 20_000,
+              keep: 100,
+              signal,
+            }).catch(() => null);
+            if (r?.status === 0 || signal.aborted) break;
+            if (Date.now() > deadline)
+              return {
+                state: 'failure',
+                errorKey: StepFailure.failed,
+                detail: 'the board did not come back',
+              };
+            await sleep(2000, undefined, { signal }).catch(() => undefined);
+          }
+        } else await this.app.snapshots.remove(apply, name.data);
+        return { state: 'success', detail: `${step.action} ${name.data}` };
       }
       case 'reset': {
         const access = await this.held(user, deviceId);

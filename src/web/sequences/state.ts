@@ -14,7 +14,8 @@ export type RecordedStep =
   | { exec: string }
   | { reset: Record<string, never> }
   | { renew: '48h' | '7d' | '1m' }
-  | { wait: number };
+  | { wait: number }
+  | { snapshot: { save: string } | { restore: string } | { rm: string } };
 
 export type SequenceDialog = { kind: 'list' } | { kind: 'run'; runId: string };
 

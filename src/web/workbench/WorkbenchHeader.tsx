@@ -31,6 +31,7 @@ import { recordStep } from '#web/sequences/state.ts';
 import { notify } from '#web/state/notices.ts';
 import { leaveWorkbench } from './close-shells.ts';
 import { workbenchUi } from './commands.ts';
+import { openSnapshots } from './snapshots.ts';
 import { togglePane, workbench } from './store.ts';
 
 const paneToggles: { pane: 'files' | 'editor' | 'load'; icon: IconName }[] = [
@@ -122,6 +123,13 @@ export function WorkbenchHeader({
         run: () => {
           workbenchUi.resetOpen = true;
         },
+      },
+      {
+        id: 'wb-snapshots',
+        icon: 'image' as IconName,
+        label: t('snapshots:open'),
+        disabled: !!busy,
+        run: () => openSnapshots(applyId),
       },
       {
         id: 'wb-leave',
@@ -311,6 +319,16 @@ export function WorkbenchHeader({
           data-testid="wb-reset"
         >
           {t('header.reset')}
+        </Button>
+        <Button
+          size="sm"
+          variant="ghost"
+          icon="image"
+          disabled={!!busy}
+          onClick={() => openSnapshots(applyId)}
+          data-testid="wb-snapshots"
+        >
+          {t('snapshots:open')}
         </Button>
         <Button
           size="sm"

@@ -35,7 +35,9 @@ import { useWorkbenchKeys } from './keys.ts';
 import { PaneFrame, ResizeHandle, SavedGroup } from './PaneFrame.tsx';
 import { type PhonePaneDef, PhoneWorkbench } from './PhoneWorkbench.tsx';
 import { ShellArea } from './ShellArea.tsx';
+import { SnapshotsDialog } from './SnapshotsDialog.tsx';
 import { shellOps } from './shell-ops.ts';
+import { installSnapshotCommands } from './snapshots.ts';
 import { activeTab, bindWorkbench, togglePane, unbindWorkbench, workbench } from './store.ts';
 import { ResetDialog, WorkbenchHeader } from './WorkbenchHeader.tsx';
 
@@ -250,6 +252,7 @@ function Workbench({
 
   const ctx = useMemo(() => ({ applyId, deviceId, navigate }), [applyId, deviceId, navigate]);
   useEffect(() => installWorkbenchCommands(ctx), [ctx]);
+  useEffect(() => installSnapshotCommands(ctx), [ctx]);
   useEffect(() => {
     const release = hostFlashPane(deviceId);
     const off = installWorkbenchFlashCommands(deviceId);
@@ -280,6 +283,7 @@ function Workbench({
         }}
       />
       <ResetDialog applyId={applyId} deviceId={deviceId} />
+      <SnapshotsDialog applyId={applyId} deviceId={deviceId} />
     </>
   );
 
