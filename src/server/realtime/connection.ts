@@ -7,12 +7,11 @@
 // terminated). Closing detaches every shell viewer and drops every bus subscription, so a vanished
 // client leaves nothing behind.
 //
-// Frames are read no faster than they are handled (past INBOUND_QUEUE_BYTES the socket is paused);
-// shell output and its bound per socket live in shell-output.ts.
+// The socket half (framing, reading no faster than handling, sends, ERROR and close) is StompSocket in
+// stomp-socket.ts; shell output and its bound per socket live in shell-output.ts.
 import crypto from 'node:crypto';
 import type { Socket } from 'node:net';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { WebSocket } from 'ws';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   EXPIRED,
   recheckCredential,
@@ -34,22 +33,18 @@ import {
 import { ResultCode, SESSION_END_CODES } from '#shared/codes.ts';
 import {
   Destinations,
-  INBOUND_QUEUE_BYTES,
-  SHELL_INPUT_HELD,
   parseDestination,
   RealtimeErrorKey,
   RealtimeEvent,
-  SLOW_CONSUMER_MS,
-  STOMP_LIMITS,
+  SHELL_INPUT_HELD,
   shellResizeBody,
 } from '#shared/realtime.ts';
-import { parseMessage, StompCodecError, type StompFrame, serializeFrame } from '#shared/stomp-codec.ts';
-import type { Bus, BusMessage } from './bus.ts';
-import { ShellOutput, type ShellView } from './shell-output.ts';
+import { type StompFrame, serializeFrame } from '#shared/stomp-codec.ts';
+import type { BusMessage } from './bus.ts';
+import type { ShellView } from './shell-output.ts';
+import { type SocketOptions, StompSocket } from './stomp-socket.ts';
 
-export interface ConnectionOptions {
-  app: FastifyInstance;
-  bus: Bus;
+export interface ConnectionOptions extends SocketOptions {
   /** Interval the server asks the client to send heart-beats at (ms). */
   heartbeatMs: number;
   connectTimeoutMs: number;
@@ -91,80 +86,14 @@ const RELAY_TRIES = 20;
 const RELAY_SLOW_RETRY_MS = 1000;
 /** How often a socket held for a shell's input looks whether the program took it. */
 const INPUT_HELD_POLL_MS = 10;
-/** After a close handshake is started, a peer that does not answer is cut after this long. */
-const CLOSE_GRACE_MS = 2000;
 
-export class StompConnection {
-  readonly sessionId = crypto.randomUUID();
+export class StompConnection extends StompSocket<ConnectionOptions> {
   user: AuthUser | null = null;
   apply: ResolvedApply | null = null;
   /** When the credential stops working (ms since epoch, service clock), null for none (API keys). */
   expiresAt: number | null = null;
-  private state: 'awaiting' | 'connected' | 'closed' = 'awaiting';
-  private readonly subs = new Map<string, Subscription>();
-  private chain: Promise<void> = Promise.resolve();
-  private inflight = 0;
-  /** Since when a send has waited for the socket to take it (while inflight > 0). */
-  private waitingSince = 0;
-  private readonly out: ShellOutput;
-  private messageSeq = 0;
-  /** Bytes of client frames read but not handled yet. */
-  private inbound = 0;
-  private readPaused = false;
-  /** Set while the socket is not read because a shell holds too much of its input (SHELL_INPUT_HELD). */
-  private inputHeld: NodeJS.Timeout | null = null;
-  lastSeen = Date.now();
-  private readonly timers: NodeJS.Timeout[] = [];
+  protected readonly subs = new Map<string, Subscription>();
   private expiryTimer: NodeJS.Timeout | null = null;
-
-  constructor(
-    readonly ws: WebSocket,
-    private readonly opts: ConnectionOptions,
-  ) {
-    this.out = new ShellOutput({
-      inflight: () => this.inflight,
-      buffered: () => this.ws.bufferedAmount,
-      sendFrame: (frame, release) => this.sendFrame(frame, release),
-      sendEvent: (id, destination, headers) => this.sendEvent(id, destination, headers),
-      messageId: () => String(++this.messageSeq),
-      publish: (channel, msg) => this.opts.bus.publish(channel, msg),
-    });
-    ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
-    ws.on('pong', () => {
-      this.lastSeen = Date.now();
-    });
-    ws.on('close', () => this.cleanup());
-    ws.on('error', () => this.cleanup());
-    const t = setTimeout(() => {
-      if (this.state === 'awaiting') this.fail(RealtimeErrorKey.timeout, 'No CONNECT frame in time', 40000);
-    }, opts.connectTimeoutMs);
-    t.unref();
-    this.timers.push(t);
-  }
-
-  get closed(): boolean {
-    return this.state === 'closed';
-  }
-
-  /** The client's address, as records of this connection name it. */
-  get ip(): string {
-    return this.opts.ip;
-  }
-
-  /** Bytes coalesced for this connection's shell views, waiting for the socket to drain. */
-  get pendingBytes(): number {
-    return this.out.pendingBytes;
-  }
-
-  /** Bytes the service holds for this socket: in its buffer and coalesced (bounded by SHELL_FLOW.socketBacklogBytes). */
-  get backlogBytes(): number {
-    return this.out.backlog();
-  }
-
-  /** Bytes of client frames read and not handled yet (bounded by about INBOUND_QUEUE_BYTES). */
-  get queuedInboundBytes(): number {
-    return this.inbound;
-  }
 
   /** The shell subscriptions: what was sent to each, acknowledged, and whether it fell behind. */
   viewStats(): {
@@ -199,34 +128,6 @@ export class StompConnection {
     this.fail(end.key, end.message, end.code);
   }
 
-  /** Called by the hub's liveness sweep. */
-  checkAlive(now: number, windowMs: number, pingAfterMs: number): void {
-    if (this.state === 'closed') return;
-    const slowMs = this.opts.slowConsumerMs ?? SLOW_CONSUMER_MS;
-    if (this.inflight > 0 && now - this.waitingSince > slowMs) {
-      this.opts.app.log.info(
-        { session: this.sessionId, backlog: this.backlogBytes },
-        'realtime client takes nothing from its socket; closing',
-      );
-      this.fail(RealtimeErrorKey.slowConsumer, 'The connection is too far behind', ResultCode.BadRequest);
-      return;
-    }
-    this.out.catchUp();
-    // A socket we stopped reading ourselves says nothing about the client's liveness.
-    if (this.readPaused || this.inputHeld) this.lastSeen = now;
-    const silent = now - this.lastSeen;
-    if (silent > windowMs) {
-      this.opts.app.log.info(
-        { session: this.sessionId, silentMs: silent },
-        'realtime client vanished; cleaning up',
-      );
-      this.ws.terminate();
-      this.cleanup();
-    } else if (silent > pingAfterMs && this.ws.readyState === this.ws.OPEN) {
-      this.ws.ping();
-    }
-  }
-
   /** Keep-alives for the owners of the shells this connection watches. */
   keepViewers(): void {
     for (const s of this.subs.values())
@@ -259,57 +160,7 @@ export class StompConnection {
     }
   }
 
-  private onMessage(data: Buffer, _isBinary: boolean): void {
-    if (this.state === 'closed') return;
-    this.lastSeen = Date.now();
-    let frames: StompFrame[];
-    try {
-      frames = parseMessage(data, STOMP_LIMITS);
-    } catch (err) {
-      const key = err instanceof StompCodecError ? err.key : RealtimeErrorKey.badFrame;
-      this.fail(key, err instanceof Error ? err.message : 'Malformed frame', 40000);
-      return;
-    }
-    // Frames wait for the one before (a SUBSCRIBE may wait seconds for a shell's owner): past the
-    // bound, stop reading the socket until they are handled, so a flood queues in the client.
-    this.inbound += data.length;
-    if (this.inbound > INBOUND_QUEUE_BYTES && !this.readPaused && this.ws.readyState === this.ws.OPEN) {
-      this.readPaused = true;
-      this.ws.pause();
-    }
-    // A lone SEND (a keystroke, an acknowledgement) while nothing waits before it is handled now:
-    // there is nothing to keep it in order with, and its echo should not wait for a promise's turn.
-    const f0 = frames[0];
-    if (
-      frames.length === 1 &&
-      f0.command === 'SEND' &&
-      this.state === 'connected' &&
-      this.inbound === data.length
-    ) {
-      try {
-        this.sendAndReceipt(f0);
-      } catch (err) {
-        this.failFromError(err, f0);
-      }
-      this.handled(data.length);
-      return;
-    }
-    for (const f of frames) {
-      this.chain = this.chain.then(() => this.handle(f)).catch((err) => this.failFromError(err, f));
-    }
-    this.chain = this.chain.then(() => this.handled(data.length));
-  }
-
-  private handled(n: number): void {
-    this.inbound -= n;
-    if (this.readPaused && this.inbound <= INBOUND_QUEUE_BYTES / 2 && this.state !== 'closed') {
-      this.readPaused = false;
-      this.lastSeen = Date.now();
-      if (!this.inputHeld) this.ws.resume();
-    }
-  }
-
-  private async handle(f: StompFrame): Promise<void> {
+  protected async handle(f: StompFrame): Promise<void> {
     if (this.state === 'closed') return;
     if (this.state === 'awaiting') {
       if (f.command !== 'CONNECT' && f.command !== 'STOMP') {
@@ -428,7 +279,7 @@ export class StompConnection {
   }
 
   /** A SEND, then its receipt — unless it was refused: its ERROR carried the receipt-id. */
-  private sendAndReceipt(f: StompFrame): void {
+  protected sendAndReceipt(f: StompFrame): void {
     this.send(f);
     if (this.state === 'connected') this.receipt(f);
   }
@@ -712,31 +563,6 @@ export class StompConnection {
     this.opts.app.shells.unserveRelay(view.shellId, view.viewerId);
   }
 
-  private readonly drained = (): void => {
-    this.inflight--;
-    this.waitingSince = Date.now();
-    if (this.state !== 'closed') this.out.drained();
-  };
-
-  /** `release`: the frame's buffer may be reused once this runs (after ws has written it, or at once). */
-  private sendFrame(frame: Uint8Array, release?: () => void): void {
-    if (this.ws.readyState !== this.ws.OPEN) {
-      release?.();
-      return;
-    }
-    if (this.inflight++ === 0) this.waitingSince = Date.now();
-    this.ws.send(
-      frame,
-      { binary: true },
-      release
-        ? () => {
-            release();
-            this.drained();
-          }
-        : this.drained,
-    );
-  }
-
   private deliverJson(sub: TopicSub, m: BusMessage): void {
     if (this.state !== 'connected' || !this.subs.has(sub.id)) return;
     const body = encoder.encode(JSON.stringify(m.h));
@@ -750,15 +576,6 @@ export class StompConnection {
           'content-type': 'application/json',
         },
         body,
-      }),
-    );
-  }
-
-  private sendEvent(subId: string, destination: string, headers: Record<string, string | undefined>): void {
-    this.sendFrame(
-      serializeFrame({
-        command: 'MESSAGE',
-        headers: { subscription: subId, 'message-id': String(++this.messageSeq), destination, ...headers },
       }),
     );
   }
@@ -783,62 +600,9 @@ export class StompConnection {
     }
   }
 
-  private receipt(f: StompFrame): void {
-    const id = f.headers.receipt;
-    if (id !== undefined)
-      this.sendFrame(serializeFrame({ command: 'RECEIPT', headers: { 'receipt-id': id } }));
-  }
-
-  private failFromError(err: unknown, f: StompFrame): void {
-    if (err instanceof AppError) {
-      this.fail(err.key, err.message, err.code, f);
-      return;
-    }
-    this.opts.app.log.error({ err }, 'realtime frame handling failed');
-    this.fail('server.error', 'Server Error', ResultCode.ServerError, f);
-  }
-
-  /** ERROR frame, then the socket is closed (STOMP 1.2: the server closes after an ERROR). */
-  private fail(key: string, message: string, code: number, f?: StompFrame): void {
-    if (this.state === 'closed') return;
-    const headers: Record<string, string | undefined> = {
-      message: message.slice(0, 200),
-      code: String(code),
-      error: key,
-      'content-type': 'text/plain',
-    };
-    if (f?.headers.receipt !== undefined) headers['receipt-id'] = f.headers.receipt;
-    if (this.ws.readyState === this.ws.OPEN) {
-      this.ws.send(serializeFrame({ command: 'ERROR', headers, body: message }), { binary: true }, () => {});
-    }
-    this.close(code === ResultCode.ServerError ? 1011 : 1008);
-  }
-
-  close(code = 1000): void {
-    if (this.state === 'closed') return;
-    this.cleanup();
-    try {
-      this.ws.close(code);
-    } catch {
-      this.ws.terminate();
-      return;
-    }
-    // A peer that does not read never answers the close handshake; ws would hold the socket (and
-    // what it buffered) for 30 s.
-    const cut = setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS);
-    cut.unref();
-    this.ws.once('close', () => clearTimeout(cut));
-  }
-
-  private cleanup(): void {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.length = 0;
+  protected released(): void {
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryTimer = null;
-    if (this.inputHeld) clearInterval(this.inputHeld);
-    this.inputHeld = null;
     for (const id of [...this.subs.keys()]) this.unsubscribe(id);
     this.out.clear();
     this.opts.onClose(this);
