@@ -2,6 +2,7 @@
 // catalogue calls of spec section 7 (store-all-num, store-state-num, fuzzy-query, filter-device) plus
 // the board administration calls.
 import { z } from 'zod';
+import { boardNetworkDto, networkPolicy } from './board-network.ts';
 import { defineCall } from './http.ts';
 
 export const BoardState = {
@@ -159,6 +160,11 @@ export const qemuDriverOptions = z.object({
   memoryMb: z.number().int().min(256).max(16384).default(1024),
   /** Per-call timeout of the channel into the board. */
   timeoutMs: z.number().int().min(500).max(600_000).default(15_000),
+  /**
+   * The board's network policy (board-network.ts); absent: the lab file's `network`, else the host's
+   * default. An administrator's choice (`adminBoardNetworkSet`) overrides it.
+   */
+  network: networkPolicy.optional(),
 });
 export type QemuDriverOptions = z.infer<typeof qemuDriverOptions>;
 
@@ -346,5 +352,27 @@ export const boardCalls = [
     request: z.object({ deviceId: boardId, on: z.boolean(), reason: z.string().max(500).optional() }),
     response: adminBoardDto,
     summary: 'Put a board into maintenance (no new leases) or bring it back',
+  }),
+  defineCall({
+    name: 'adminBoardNetworkGet',
+    method: 'GET',
+    path: '/api/admin/boards/network',
+    perms: [perm.change],
+    request: z.object({ deviceId: boardId }),
+    response: boardNetworkDto,
+    summary: "A riscv64 board's network policy, where it comes from, and whether its NIC is on",
+  }),
+  defineCall({
+    name: 'adminBoardNetworkSet',
+    method: 'POST',
+    path: '/api/admin/boards/network/change',
+    perms: [perm.change],
+    request: z.object({
+      deviceId: boardId,
+      /** The board's new policy, applied live and kept; null: drop the administrator's choice. */
+      policy: networkPolicy.nullable(),
+    }),
+    response: boardNetworkDto,
+    summary: "Change a riscv64 board's network policy (egress none or nat, an allow list), live",
   }),
 ] as const;

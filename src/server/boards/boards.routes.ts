@@ -26,6 +26,8 @@ export const boardsFeature: Feature = {
       adminBoardsRetire: async ({ deviceId }) => app.boards.adminDto(await app.boards.retire(deviceId)),
       adminBoardsMaintenance: async ({ deviceId, on, reason }) =>
         app.boards.adminDto(await app.boards.setMaintenance(deviceId, on, reason)),
+      adminBoardNetworkGet: async ({ deviceId }) => app.boards.networkOf(deviceId),
+      adminBoardNetworkSet: async ({ deviceId, policy }) => app.boards.setNetwork(deviceId, policy),
     }),
   start: (app) => app.boards.start(),
   stop: (app) => app.boards.stop(),

@@ -19,6 +19,14 @@ import {
   qemuDriverOptions,
   sshDriverOptions,
 } from '#shared/boards.ts';
+import {
+  type BoardNetworkDto,
+  type Egress,
+  type NetworkPolicy,
+  NetworkErrorKey,
+  NetworkState,
+  networkPolicy,
+} from '#shared/board-network.ts';
 import { ResultCode } from '#shared/codes.ts';
 import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
 import { defaultLab, defaultRiscvBoards, readLabFile } from './labfile.ts';
@@ -26,10 +34,18 @@ import { hostSupport } from './local/host-support.ts';
 import { DEFAULT_RUN_DIR, LocalDriver } from './local/local-driver.ts';
 import { BOARD_TERMINALS, machineTerminals, terminalBudget } from './local/pty-host/budget.ts';
 import { sweepHost } from './local/recovery.ts';
-import { DEFAULT_SLOT_REGISTRY } from './local/uid-slots.ts';
+import {
+  DEFAULT_SLOT_REGISTRY,
+  SLOT_SIZE,
+  slotHolder,
+  UID_BASE,
+  withRegistryLock,
+} from './local/uid-slots.ts';
 import { readMetricsSince } from './metrics-store.ts';
 import { BoardImages } from './qemu/board-images.ts';
+import { hostFirewall } from './qemu/firewall.ts';
 import { qemuHostMissing } from './qemu/machine.ts';
+import { hostDefaultEgress, resolvePolicy } from './qemu/net-policy.ts';
 import { type BoardFacts, QemuDriver } from './qemu/qemu-driver.ts';
 import { SshDriver } from './ssh/ssh-driver.ts';
 
@@ -116,6 +132,10 @@ export class BoardLab {
   readonly pluginsDir: string;
   /** The riscv64 board images (built on a first start, in the background). */
   readonly boardImages: BoardImages;
+  /** The lab file's `network`: riscv64 boards' policy where their own options name none. */
+  private labNetwork: NetworkPolicy | null = null;
+  /** The host's default egress, read at start: `nat` with a default route, `none` without. */
+  private hostEgress: Egress = hostDefaultEgress();
 
   constructor(private readonly app: FastifyInstance) {
     this.events.setMaxListeners(0);
@@ -166,7 +186,9 @@ export class BoardLab {
       });
       if (swept && (swept.slots.length || swept.cgroups.length))
         this.app.log.info(swept, 'cleaned what killed instances left: board mounts and cgroups');
+      await this.sweepNetworkRules();
     }
+    this.hostEgress = hostDefaultEgress();
     await this.applyLab();
     fs.mkdirSync(this.pluginsDir, { recursive: true });
     // A board left flashing or resetting by a previous run is no longer busy.
@@ -219,6 +241,7 @@ export class BoardLab {
     const file = this.app.config.BIANBU_LAB_FILE;
     if (file) {
       const lab = readLabFile(file);
+      this.labNetwork = lab.network ?? null;
       const ids = lab.boards.map((b) => b.id);
       for (const b of lab.boards) await this.upsert(b, 'lab');
       const gone = await this.db.query<{ id: string }>(
@@ -264,7 +287,7 @@ export class BoardLab {
     else if (existing.retired_at) await this.event(b.id, 'restored', null, existing.state, source);
   }
 
-  private driverFor(r: BoardRow, terminals?: number): BoardDriver {
+  private driverFor(r: BoardRow, terminals?: number, network?: { policy: NetworkPolicy }): BoardDriver {
     const log = (msg: string, extra?: Record<string, unknown>) =>
       this.app.log.warn({ boardId: r.id, ...extra }, msg);
     if (r.driver === 'local') {
@@ -288,6 +311,7 @@ export class BoardLab {
         boardId: r.id,
         name: r.name,
         options: qemuDriverOptions.parse(r.driver_options ?? {}),
+        network: network?.policy,
         boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
         images: this.boardImages,
         pluginsDir: this.pluginsDir,
@@ -340,6 +364,7 @@ export class BoardLab {
         r.driver === 'local'
           ? (terminals ?? this.terminalsPerBoard(await this.rows({ includeRetired: false })))
           : undefined,
+        r.driver === 'qemu' ? await this.resolveNetwork(r) : undefined,
       );
     } catch (err) {
       await this.markHealth(r.id, false, (err as Error).message.slice(0, 200));
@@ -656,6 +681,107 @@ export class BoardLab {
     await this.stopDriver(id);
     await this.db.query('update boards set retired_at = now(), updated_at = now() where id = $1', [id]);
     await this.event(id, 'retired', null, null, reason);
+  }
+
+  // ---- network (riscv64 boards; src/shared/board-network.ts) -----------------------------------
+
+  /**
+   * The rules of boards no instance holds any more (a killed service's): the uid's slot is free, its
+   * holder directory gone, or it is one of this instance's own boards, which apply theirs again as they
+   * start. Under the slot registry's lock, so a slot another instance claims now is never swept.
+   */
+  private async sweepNetworkRules(): Promise<void> {
+    const fw = hostFirewall;
+    if (await fw.unavailable()) return;
+    const registry = DEFAULT_SLOT_REGISTRY;
+    const own = `${path.resolve(this.app.config.dataDir, 'boards')}${path.sep}`;
+    try {
+      if (!fs.existsSync(registry)) fs.mkdirSync(registry, { recursive: true, mode: 0o700 });
+      const gone = await withRegistryLock(registry, () =>
+        fw.sweep((uid) => {
+          const off = uid - UID_BASE;
+          if (off < 0 || off % SLOT_SIZE !== 0) return true;
+          const holder = slotHolder(registry, off / SLOT_SIZE);
+          return holder === null || !fs.existsSync(holder) || path.resolve(holder).startsWith(own);
+        }),
+      );
+      if (gone.length)
+        this.app.log.info({ uids: gone }, "removed boards' network rules a killed service left");
+    } catch (err) {
+      this.app.log.warn({ err: (err as Error).message }, "could not sweep boards' network rules");
+    }
+  }
+
+  private async adminNetwork(id: string): Promise<NetworkPolicy | null> {
+    const [row] = await this.db.query<{ policy: unknown }>(
+      'select policy from board_network where board_id = $1',
+      [id],
+    );
+    if (!row) return null;
+    const parsed = networkPolicy.safeParse(row.policy);
+    return parsed.success ? parsed.data : null;
+  }
+
+  /** A riscv64 board's policy and where it came from (first found wins, board-network.ts). */
+  private async resolveNetwork(r: BoardRow) {
+    const board = qemuDriverOptions.safeParse(r.driver_options ?? {});
+    return resolvePolicy(
+      {
+        admin: await this.adminNetwork(r.id),
+        board: board.success ? board.data.network : null,
+        lab: this.labNetwork,
+      },
+      this.hostEgress,
+    );
+  }
+
+  private qemuRow(r: BoardRow): void {
+    if (r.driver !== 'qemu')
+      throw badRequest(
+        `Board ${r.id} has no network the service runs: only riscv64 (QEMU) boards do`,
+        NetworkErrorKey.unsupported,
+      );
+  }
+
+  /** A riscv64 board's network: its policy, where it comes from, and whether its NIC is on. */
+  async networkOf(id: string): Promise<BoardNetworkDto> {
+    const r = await this.mustRow(id);
+    this.qemuRow(r);
+    const { policy, source } = await this.resolveNetwork(r);
+    const d = this.drivers.get(id) as QemuDriver | undefined;
+    const st = d instanceof QemuDriver ? d.networkStatus() : null;
+    return {
+      deviceId: id,
+      policy,
+      source,
+      hostDefault: this.hostEgress,
+      state: st?.state ?? NetworkState.stopped,
+      reason: st?.reason ?? null,
+    };
+  }
+
+  /** An administrator's policy for a board (null: drop it), kept and applied live to a running board. */
+  async setNetwork(id: string, policy: NetworkPolicy | null): Promise<BoardNetworkDto> {
+    const r = await this.mustRow(id);
+    this.qemuRow(r);
+    if (policy)
+      await this.db.query(
+        `insert into board_network (board_id, policy) values ($1, $2::jsonb)
+         on conflict (board_id) do update set policy = excluded.policy, changed_at = now()`,
+        [id, JSON.stringify(policy)],
+      );
+    else await this.db.query('delete from board_network where board_id = $1', [id]);
+    await this.event(
+      id,
+      'network',
+      null,
+      null,
+      policy ? `egress ${policy.egress}, ${policy.allow.length} allowed` : 'policy reset',
+    );
+    const resolved = await this.resolveNetwork(r);
+    const d = this.drivers.get(id);
+    if (d instanceof QemuDriver) await d.setNetworkPolicy(resolved.policy);
+    return this.networkOf(id);
   }
 
   // ---- health -------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import YAML from 'yaml';
 import { z } from 'zod';
+import { networkPolicy } from '#shared/board-network.ts';
 import { type BoardDeclaration, boardDeclaration } from '#shared/boards.ts';
 import { imageTag } from '#shared/flash.ts';
 
@@ -10,6 +11,11 @@ export const labFileSchema = z
   .object({
     /** Host directory of plugin executables (local boards see it read-only at /opt/bianbu/plugins). */
     pluginsDir: z.string().min(1).optional(),
+    /**
+     * The riscv64 boards' network policy where a board's options name none (board-network.ts):
+     * `{egress: none | nat, allow: [CIDR, ...]}`; absent: `nat` when the host has a default route.
+     */
+    network: networkPolicy.optional(),
     boards: z.array(boardDeclaration).default([]),
     /** Board images for the flash catalogue, by host path (tar or tar.gz of a root file system). */
     images: z

@@ -7,8 +7,9 @@
 // crash of QEMU can) emits 'exit'.
 //
 // Confinement: the process runs as the board's own host uid (never root), with no capabilities and
-// no_new_privs, in bubblewrap's new user, network, pid, ipc and uts namespaces (no network at all:
-// the guest has no NIC, the service reaches it over virtio-serial), seeing of the host only /usr
+// no_new_privs, in bubblewrap's new user, network, pid, ipc and uts namespaces (no network at all: the
+// guest's NIC is a socket QEMU inherits, whose other end is the board's user-mode stack outside,
+// network.ts; the service reaches the guest over virtio-serial), seeing of the host only /usr
 // read-only and the board's run directory (its sockets and its disk), inside the board's cgroups,
 // and QEMU's own seccomp filter (`-sandbox on`) on top.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -19,6 +20,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { DriverError } from '../driver.ts';
 import { withTimeout } from '../util.ts';
+import type { NicAttachment, NicBackend } from './network.ts';
 import { Qmp } from './qmp.ts';
 import { usrOnlyRoot } from './raw-image.ts';
 import { connectScreen, openNetns, SCREEN_VNC } from './screen.ts';
@@ -48,6 +50,8 @@ export interface MachineSpec {
   cgroupJoin: string;
   /** Prefix of the process's argv that drops to `uid` and sandboxes it; [] runs QEMU as is (tests). */
   sandbox: boolean;
+  /** The NIC's backend (network.ts), asked for a fresh one at each power-on; none: no NIC. */
+  nic?: NicBackend | null;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -70,7 +74,10 @@ export function qemuHostMissing(): string[] {
  * (fds 3 and 4, an fdset): QEMU never opens a host path of it. The machine's parts (disk, network,
  * display) each add their arguments in their own function below.
  */
-export function qemuArgs(spec: Pick<MachineSpec, 'cores' | 'memoryMb'>, dir: string): string[] {
+export function qemuArgs(
+  spec: Pick<MachineSpec, 'cores' | 'memoryMb'> & { nicFd?: number | null },
+  dir: string,
+): string[] {
   return [
     '-machine',
     'virt',
@@ -90,7 +97,7 @@ export function qemuArgs(spec: Pick<MachineSpec, 'cores' | 'memoryMb'>, dir: str
     '-kernel',
     UBOOT_SMODE,
     ...diskArgs(),
-    ...netArgs(),
+    ...netArgs(spec.nicFd ?? null),
     ...displayArgs(),
     '-device',
     'virtio-rng-device',
@@ -140,10 +147,22 @@ function diskArgs(): string[] {
   ];
 }
 
-/** The board's network: none yet. */
-function netArgs(): string[] {
-  return [];
+/**
+ * The board's NIC: virtio-net whose frames travel on an inherited stream socket (QEMU's length-prefixed
+ * stream protocol, the one passt speaks), descriptor `fd`. Null: the machine has no NIC at all.
+ */
+function netArgs(fd: number | null): string[] {
+  if (fd === null) return [];
+  return [
+    '-netdev',
+    `stream,id=net0,addr.type=fd,addr.str=${fd}`,
+    '-device',
+    'virtio-net-device,netdev=net0',
+  ];
 }
+
+/** The descriptor QEMU inherits its NIC's socket as: after stdio and the disk's 3, 4 and 5. */
+export const NIC_FD = 6;
 
 /**
  * The board's screen: a virtio GPU (the guest's virtio-gpu DRM driver binds it and fbcon shows tty1 on
@@ -171,9 +190,9 @@ function displayArgs(): string[] {
 const VNC_OPTIONS = `${SCREEN_VNC},share=force-shared,lossy=on`;
 
 /** The whole argv: cgroups joined, the board's uid, no capabilities, bubblewrap's namespaces, QEMU. */
-export function machineArgv(spec: MachineSpec): string[] {
+export function machineArgv(spec: MachineSpec, nicFd: number | null = null): string[] {
   const inside = '/run/board';
-  const qemu = [QEMU_BINARY, ...qemuArgs(spec, spec.sandbox ? inside : spec.runDir)];
+  const qemu = [QEMU_BINARY, ...qemuArgs({ ...spec, nicFd }, spec.sandbox ? inside : spec.runDir)];
   // Unsandboxed (tests of the argv), the screen would listen in the host's network: it gets none.
   if (!spec.sandbox) return qemu.map((a) => (a === VNC_OPTIONS ? 'none' : a));
   const id = String(spec.uid);
@@ -324,21 +343,38 @@ export class Machine extends EventEmitter {
     if (this.running) return;
     this.listen();
     await Promise.all([this.serialL!.ready(), this.qmpL!.ready(), this.agent!.ready()]);
-    const argv = machineArgv(this.spec);
+    // A fresh NIC pair each power-on (the last one ended with the last QEMU).
+    let nic: NicAttachment | null = null;
+    try {
+      nic = (await this.spec.nic?.open()) ?? null;
+    } catch (err) {
+      this.spec.log?.('the board starts without a NIC: its socket pair failed', {
+        err: (err as Error).message,
+      });
+    }
+    const argv = machineArgv(this.spec, nic ? NIC_FD : null);
     this.stderr = '';
     const fds: number[] = [];
     let proc: ChildProcess;
+    let spawned = false;
     try {
       const flags = fs.constants.O_NOFOLLOW;
       fds.push(fs.openSync(this.spec.overlayFile, fs.constants.O_RDWR | flags));
       fds.push(fs.openSync(this.spec.overlayFile, fs.constants.O_RDONLY | flags));
       fds.push(fs.openSync(this.spec.diskFile, fs.constants.O_RDONLY | flags));
+      // The NIC's socket follows the disk's descriptors: it is QEMU's NIC_FD.
+      if (nic && 3 + fds.length !== NIC_FD) throw new Error('the NIC descriptor moved');
       proc = spawn(argv[0], argv.slice(1), {
-        stdio: ['ignore', 'ignore', 'pipe', ...fds],
+        stdio: ['ignore', 'ignore', 'pipe', ...fds, ...(nic ? [nic.guestEnd] : [])],
         env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
       });
+      spawned = true;
     } finally {
       for (const fd of fds) fs.closeSync(fd);
+      // The stack starts on the other end in this same turn, and the service's copies close: no frame
+      // between QEMU and the stack is ever read here.
+      if (spawned) nic?.launch();
+      else nic?.abandon();
     }
     this.proc = proc;
     proc.stderr?.setEncoding('utf8');
@@ -346,6 +382,7 @@ export class Machine extends EventEmitter {
       if (this.stderr.length < 8192) this.stderr += d;
     });
     proc.once('exit', (code, signal) => {
+      void this.spec.nic?.close();
       if (this.proc === proc) {
         this.proc = null;
         this.dropScreens();

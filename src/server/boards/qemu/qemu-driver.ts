@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
+import { Egress, type NetworkPolicy, NetworkState } from '#shared/board-network.ts';
 import type { QemuDriverOptions } from '#shared/boards.ts';
 import {
   type BoardDriver,
@@ -35,7 +36,9 @@ import { shQuote } from '../ssh/quote.ts';
 import { SshDriver } from '../ssh/ssh-driver.ts';
 import { ByteRing, sleep, withTimeout } from '../util.ts';
 import type { BoardImages } from './board-images.ts';
+import { type Firewall, hostFirewall } from './firewall.ts';
 import { DISK_NODE, Machine } from './machine.ts';
+import { BoardNetwork } from './network.ts';
 import { RawImageError, verifyRawImage, writeRawImage } from './raw-image.ts';
 import { BoardDisk } from './snapshot-disk.ts';
 
@@ -77,6 +80,15 @@ export interface BoardFacts {
   kernel?: string;
   os?: string;
   image?: string;
+  /** What the board's network does now (networkFact): `nat`, `limited`, `none` or `off`. */
+  network?: string;
+}
+
+/** The catalogue's word for a board's network: its egress, `limited` under an allow list, `off` without a NIC backend. */
+export function networkFact(s: { state: string; policy: NetworkPolicy }): string {
+  if (s.state === NetworkState.off) return 'off';
+  if (s.policy.egress === Egress.none) return 'none';
+  return s.policy.allow.length ? 'limited' : 'nat';
 }
 
 export interface QemuBoardInit {
@@ -92,6 +104,10 @@ export interface QemuBoardInit {
   log?: (msg: string, extra?: Record<string, unknown>) => void;
   /** Facts read from the machine as they come (each boot, each flash). */
   onFacts?: (facts: BoardFacts) => void;
+  /** The board's network policy as the lab resolved it (board-network.ts); default `none`. */
+  network?: NetworkPolicy;
+  /** The host's firewall for the board's rules (default: nftables). */
+  firewall?: Firewall;
 }
 
 type AgentState = 'booting' | 'ready' | 'absent';
@@ -114,6 +130,7 @@ export class QemuDriver implements BoardDriver {
   private boot = 0;
   private facts: BoardFacts = {};
   private stopped = false;
+  private net: BoardNetwork | null = null;
   private readonly diskFile: string;
   /** The disk's files: the raw base, the qcow2 overlay the machine writes, its snapshots. */
   private readonly disk: BoardDisk;
@@ -121,6 +138,7 @@ export class QemuDriver implements BoardDriver {
   constructor(private readonly init: QemuBoardInit) {
     this.boardId = init.boardId;
     this.o = init.options;
+    if (init.network) this.networkPolicy = init.network;
     this.diskFile = path.join(init.boardDir, 'disk.img');
     this.disk = new BoardDisk(init.boardDir, init.log);
     this.serialOut.setMaxListeners(0);
@@ -157,6 +175,8 @@ export class QemuDriver implements BoardDriver {
       Capability.plugin,
       Capability.vnc,
       Capability.snapshot,
+      // A code-server the user runs on the board's 8080, reached through the agent (connectPort).
+      Capability.codeServer,
     ]);
   }
 
@@ -195,6 +215,19 @@ export class QemuDriver implements BoardDriver {
     this.cgroups.create();
     for (const f of this.cgroups.failures) this.init.log?.(`board limit not enforced: ${f}`);
     await this.cgroups.killAll();
+    // The board's network: its rules before anything of it runs (network.ts).
+    this.net = new BoardNetwork({
+      boardId: this.boardId,
+      uid: id.base,
+      runDir,
+      cgroupJoin: this.cgroups.joinScript(),
+      policy: this.networkPolicy,
+      firewall: this.init.firewall ?? hostFirewall,
+      log: this.init.log,
+      onChange: (st) => this.setFacts({ network: networkFact(st) }),
+    });
+    await this.net.prepare();
+    this.setFacts({ network: networkFact(this.net.status()) });
     this.machine = new Machine({
       cores: this.o.cores,
       memoryMb: this.o.memoryMb,
@@ -204,6 +237,7 @@ export class QemuDriver implements BoardDriver {
       overlayFile: this.disk.overlay,
       cgroupJoin: this.cgroups.joinScript(),
       sandbox: true,
+      nic: this.net,
       log: this.init.log,
     });
     this.machine.on('serial', (d: Buffer) => this.onSerial(d));
@@ -263,6 +297,8 @@ export class QemuDriver implements BoardDriver {
     await this.ssh?.stop().catch(() => {});
     await this.machine?.close();
     await this.cgroups?.killAll();
+    // Its stack is gone with its cgroups: only now do its rules go.
+    await this.net?.remove();
   }
 
   /** The machine runs and its monitor answers: what liveness means for a board the host powers. */
@@ -503,8 +539,31 @@ export class QemuDriver implements BoardDriver {
     return this.machine.connectScreen();
   }
 
-  async connectPort(_port: number): Promise<Duplex> {
-    throw new DriverError('capability.unsupported', 'This board has no network ports to reach yet');
+  /**
+   * A port of the board, reached through its agent (an SSH direct-tcpip channel to 127.0.0.1:port
+   * inside the guest), never through the network: the board's stack forwards no port in. Callers (the
+   * code window, the desktop) check the caller holds the board first.
+   */
+  async connectPort(port: number): Promise<Duplex> {
+    const ssh = await this.untilAgent();
+    return ssh.connectPort(port);
+  }
+
+  // ---- network (network.ts, board-network.ts) -------------------------------------------------
+
+  /** The policy the board starts with; a change while it runs is applied live. */
+  private networkPolicy: NetworkPolicy = { egress: Egress.none, allow: [] };
+
+  /** What the board's network does now. */
+  networkStatus(): { policy: NetworkPolicy; state: NetworkState; reason: string | null } {
+    return this.net?.status() ?? { policy: this.networkPolicy, state: NetworkState.stopped, reason: null };
+  }
+
+  /** A new policy: its rules replace the board's at once (no reboot); kept for the next start too. */
+  async setNetworkPolicy(policy: NetworkPolicy): Promise<void> {
+    this.networkPolicy = policy;
+    if (this.net && !this.stopped) await this.net.setPolicy(policy);
+    this.setFacts({ network: networkFact(this.networkStatus()) });
   }
 
   // ---- power ------------------------------------------------------------------------------------
@@ -512,6 +571,9 @@ export class QemuDriver implements BoardDriver {
   /** QMP `system_reset`: works on a guest that hangs or panicked; a machine that is off is started. */
   async powerReset(): Promise<void> {
     if (!this.machine) throw new DriverError('board.not_running', 'The board is stopped');
+    // A NIC whose stack ended needs a fresh socket pair, which only a new QEMU process takes.
+    const nicLost = this.net?.status().state === NetworkState.off && this.net.canRun;
+    if (this.machine.running && nicLost) await this.machine.powerOff();
     if (this.machine.running) await this.machine.reset();
     else await this.machine.powerOn();
   }

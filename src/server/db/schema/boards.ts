@@ -58,3 +58,12 @@ export const boardMetrics = pgTable(
   },
   (t) => [primaryKey({ columns: [t.boardId, t.at] }), index('board_metrics_at_idx').on(t.at)],
 );
+
+/** An administrator's network policy for a riscv64 board (migration 0014_board_network.sql). */
+export const boardNetwork = pgTable('board_network', {
+  boardId: text('board_id')
+    .primaryKey()
+    .references(() => boards.id),
+  policy: jsonb('policy').$type<{ egress: 'none' | 'nat'; allow: string[] }>().notNull(),
+  changedAt: ts('changed_at').notNull().defaultNow(),
+});
