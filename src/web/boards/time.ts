@@ -66,3 +66,9 @@ export function fromLocalInput(v: string): Date | null {
 export function attrLabel(t: TFunction, key: string): string {
   return t(`devices:attr.${key}`, { defaultValue: key });
 }
+
+/** An attribute's value: the service's words for a few (a board's `network`), others as they are. */
+export function attrValueText(t: TFunction, key: string, value: unknown): string {
+  const text = String(value);
+  return key === 'network' ? t(`devices:attrValue.network.${text}`, { defaultValue: text }) : text;
+}

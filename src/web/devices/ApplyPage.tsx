@@ -21,7 +21,7 @@ import {
   messageOf,
   requestLease,
 } from '#web/boards/store.ts';
-import { attrLabel, dateTimeText, relativeText } from '#web/boards/time.ts';
+import { attrLabel, attrValueText, dateTimeText, relativeText } from '#web/boards/time.ts';
 import { Alert, Button, Card, cx, Field, Input, Spinner } from '#web/components/ui.tsx';
 import { registerCommands } from '#web/palette/registry.ts';
 import { joinAndTell, QUEUE_SECTION } from '#web/queue/commands.ts';
@@ -281,7 +281,7 @@ export default function ApplyPage() {
                       <option value="">{t('common.any')}</option>
                       {values.map((v) => (
                         <option key={v} value={v}>
-                          {v}
+                          {attrValueText(t, key, v)}
                         </option>
                       ))}
                     </select>

@@ -10,7 +10,7 @@ import { boardFacts } from '#web/boards/facts.ts';
 import { Loadable, SkeletonRows } from '#web/boards/Loadable.tsx';
 import { StateBadge } from '#web/boards/StateBadge.tsx';
 import { boards, dataOf, loadAttributes, loadList, type Scope, setListQuery } from '#web/boards/store.ts';
-import { attrLabel } from '#web/boards/time.ts';
+import { attrLabel, attrValueText } from '#web/boards/time.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Button, Card, cx, EmptyState, Input } from '#web/components/ui.tsx';
 import { installDeviceCommands } from './commands.ts';
@@ -101,7 +101,7 @@ export default function DeviceListPage({ scope }: { scope: Scope }) {
               <option value="">{t('common.any')}</option>
               {values.map((v) => (
                 <option key={v} value={v}>
-                  {v}
+                  {attrValueText(t, key, v)}
                 </option>
               ))}
             </select>
@@ -196,7 +196,7 @@ function BoardRowView({ board }: { board: BoardDto }) {
         <div className="flex flex-wrap gap-1">
           {facts.rest.map(([k, v]) => (
             <span key={k} className={chip}>
-              {attrLabel(t, k)}: {String(v)}
+              {attrLabel(t, k)}: {attrValueText(t, k, v)}
             </span>
           ))}
           {facts.isa ? (

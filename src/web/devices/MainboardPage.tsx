@@ -15,7 +15,7 @@ import { Loadable, SkeletonRows } from '#web/boards/Loadable.tsx';
 import { StateBadge } from '#web/boards/StateBadge.tsx';
 import { startAndOpen } from '#web/boards/start.ts';
 import { dataOf, leases, loadLeases, remainingAt } from '#web/boards/store.ts';
-import { attrLabel, dateTimeText, timeLeftText, usePerfNow } from '#web/boards/time.ts';
+import { attrLabel, attrValueText, dateTimeText, timeLeftText, usePerfNow } from '#web/boards/time.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Button, Card, cx, EmptyState, IconButton, Kbd } from '#web/components/ui.tsx';
 import { FlashRowActions } from '#web/flash/BoardFlash.tsx';
@@ -344,7 +344,11 @@ function LeaseRow({
               className="mt-0.5 truncate text-xs text-zinc-500 dark:text-zinc-400"
               data-testid="board-summary"
             >
-              {[lease.boardName, lease.model, ...facts.rest.map(([k, v]) => `${attrLabel(t, k)} ${v}`)]
+              {[
+                lease.boardName,
+                lease.model,
+                ...facts.rest.map(([k, v]) => `${attrLabel(t, k)} ${attrValueText(t, k, v)}`),
+              ]
                 .filter(Boolean)
                 .join(' · ')}
             </div>
