@@ -30,6 +30,8 @@ const storageFree = [
   'raw-image',
   // A real riscv64 QEMU board booted, reset and flashed: minutes of emulation, once is enough.
   'riscv-boards',
+  // A riscv64 board on a network under each policy, attacked from inside: minutes of emulation too.
+  'riscv-network',
   // A riscv64 board's own screen through its relay: one boot.
   'riscv-screen',
   // riscv64 disk snapshots: qemu-img on small files, one real board, a service killed mid-restore.
