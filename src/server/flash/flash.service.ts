@@ -17,7 +17,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { AuthUser } from '#server/auth/user-context.ts';
-import { Capability, DriverError, type FlashProgress, imageKind } from '#server/boards/driver.ts';
+import { Capability, DriverError, imageKind } from '#server/boards/driver.ts';
 import type { StateChange } from '#server/boards/lab.ts';
 import { AppError, conflict, notFound } from '#server/errors.ts';
 import { closeShells, notifyUser } from '#server/leases/collaborators.ts';
@@ -35,87 +35,18 @@ import {
 import { LeaseErrorKey } from '#shared/leases.ts';
 import { ShellCloseReason } from '#shared/realtime.ts';
 import { SnapshotErrorKey } from '#shared/snapshots.ts';
-import { fits, type ImageRow, ImageStore, kindFits, kindTaken } from './images.ts';
+import {
+  failureOf,
+  JOB_SELECT,
+  type JobRow,
+  jobDto,
+  type LiveJob,
+  PERSIST_MS,
+  PHASE_STAGE,
+  STAGE_SPAN,
+} from './flash-job.ts';
+import { fits, ImageStore, kindFits, kindTaken } from './images.ts';
 import { hashFile } from './pack.ts';
-
-interface JobRow {
-  id: string;
-  multi_id: string | null;
-  board_id: string;
-  server_name: string;
-  user_id: string;
-  user_name: string;
-  image_tag: string;
-  image_name: string;
-  state: FlashJobDto['state'];
-  stage: FlashStage;
-  percent: number;
-  bytes_done: string | number;
-  bytes_total: string | number;
-  speed_bps: string | number;
-  error_key: string | null;
-  error_message: string | null;
-  log: string[];
-  created_at: Date | string;
-  started_at: Date | string | null;
-  ended_at: Date | string | null;
-}
-
-/** A job this instance holds: queued or running. */
-interface LiveJob {
-  row: JobRow;
-  image: ImageRow;
-  abort: AbortController;
-  /** Why the abort was asked: cancelled, lease ended, service stopping. */
-  abortKey: string | null;
-  /** Past the transfer: writing has started and cancel is refused. */
-  writing: boolean;
-  newLog: string[];
-  stageBegan: number;
-  lastEmit: number;
-  lastPersist: number;
-  lastPercent: number;
-}
-
-/** Where each stage sits in the job's overall percent. */
-const STAGE_SPAN: Record<FlashStage, [number, number]> = {
-  queued: [0, 0],
-  transfer: [0, 10],
-  write: [10, 75],
-  verify: [75, 90],
-  boot: [90, 100],
-  done: [100, 100],
-};
-
-const PHASE_STAGE: Record<FlashProgress['phase'], FlashStage | null> = {
-  preparing: null,
-  writing: 'write',
-  verifying: 'verify',
-  booting: 'boot',
-  done: null,
-};
-
-const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
-const PERSIST_MS = 1000;
-const JOB_SELECT = `select j.*, coalesce(nullif(u.display_name, ''), u.username) as user_name
-  from flash_jobs j join users u on u.id = j.user_id`;
-
-/** A failure as the job records it: a stable key and a message. */
-function failureOf(err: unknown): { key: string; message: string } {
-  if (err instanceof AppError) return { key: err.key, message: err.message };
-  if (err instanceof DriverError) {
-    const key =
-      err.key === 'path.no_space'
-        ? FlashErrorKey.noSpace
-        : err.key === 'driver.command_failed'
-          ? FlashErrorKey.toolFailed
-          : err.key;
-    return { key, message: err.message };
-  }
-  const code = (err as NodeJS.ErrnoException)?.code;
-  if (code === 'ENOSPC') return { key: FlashErrorKey.noSpace, message: (err as Error).message };
-  return { key: 'driver.failed', message: (err as Error)?.message ?? String(err) };
-}
 
 export class FlashService {
   readonly images: ImageStore;
@@ -224,38 +155,6 @@ export class FlashService {
   }
 
   // ---- calls
-
-  private dto(r: JobRow, live?: LiveJob): FlashJobDto {
-    const started = r.started_at ? new Date(r.started_at).getTime() : null;
-    const ended = r.ended_at ? new Date(r.ended_at).getTime() : null;
-    const done = Number(r.bytes_done);
-    const total = Number(r.bytes_total);
-    const speed = Number(r.speed_bps);
-    const running = r.state === 'RUNNING';
-    return {
-      jobId: r.id,
-      multiId: r.multi_id,
-      deviceId: r.board_id,
-      serverName: r.server_name,
-      imageTag: r.image_tag,
-      imageName: r.image_name,
-      userId: r.user_id,
-      userName: r.user_name,
-      state: r.state,
-      stage: r.stage,
-      percent: Math.round(r.percent * 10) / 10,
-      bytesDone: done,
-      bytesTotal: total,
-      speedBps: running ? speed : 0,
-      etaSeconds: running && speed > 0 && total > done ? Math.ceil((total - done) / speed) : null,
-      createdAt: iso(r.created_at)!,
-      startedAt: iso(r.started_at),
-      endedAt: iso(r.ended_at),
-      durationMs: started === null ? null : (ended ?? (live ? Date.now() : started)) - started,
-      errorKey: r.error_key,
-      errorMessage: r.error_message,
-    };
-  }
 
   private async row(jobId: string): Promise<JobRow | null> {
     const live = this.live.get(jobId);
@@ -381,7 +280,7 @@ export class FlashService {
     this.live.set(id, job);
     this.queue.push(id);
     this.pump();
-    return this.dto(row, job);
+    return jobDto(row, job);
   }
 
   async postMulti(
@@ -427,7 +326,7 @@ export class FlashService {
     );
     const live = r ? this.live.get(r.id) : undefined;
     const row = live?.row ?? r;
-    return { deviceId, job: row ? this.dto(row, live) : null, log: row ? row.log : [] };
+    return { deviceId, job: row ? jobDto(row, live) : null, log: row ? row.log : [] };
   }
 
   async multi(user: AuthUser, ids: string[]) {
@@ -435,7 +334,7 @@ export class FlashService {
       `${JOB_SELECT} where j.user_id = $1 and (j.id = any($2::text[]) or j.multi_id = any($2::text[])) order by j.created_at, j.board_id`,
       [user.id, ids],
     );
-    return { jobs: rows.map((r) => this.dto(this.live.get(r.id)?.row ?? r, this.live.get(r.id))) };
+    return { jobs: rows.map((r) => jobDto(this.live.get(r.id)?.row ?? r, this.live.get(r.id))) };
   }
 
   async history(user: AuthUser, deviceId: string, limit: number) {
@@ -444,7 +343,7 @@ export class FlashService {
       `${JOB_SELECT} where ${scope.sql} order by j.created_at desc, j.id limit ${Math.trunc(limit)}`,
       scope.params,
     );
-    return { deviceId, items: rows.map((r) => this.dto(this.live.get(r.id)?.row ?? r, this.live.get(r.id))) };
+    return { deviceId, items: rows.map((r) => jobDto(this.live.get(r.id)?.row ?? r, this.live.get(r.id))) };
   }
 
   async cancel(user: AuthUser, jobId: string): Promise<FlashJobDto> {
@@ -474,7 +373,7 @@ export class FlashService {
         }, 20);
       });
     }
-    return this.dto((await this.row(jobId))!);
+    return jobDto((await this.row(jobId))!);
   }
 
   // ---- the runner
@@ -552,7 +451,7 @@ export class FlashService {
     if (!force && t - job.lastEmit < FLASH_EVENT_MS && !(percentStep && t - job.lastEmit >= 50)) return;
     job.lastEmit = t;
     job.lastPercent = job.row.percent;
-    const event: FlashEvent = { job: this.dto(job.row, job), log: job.newLog.splice(0) };
+    const event: FlashEvent = { job: jobDto(job.row, job), log: job.newLog.splice(0) };
     await notifyUser(this.app, job.row.user_id, {
       id: crypto.randomUUID(),
       kind: FlashNotice.progress,
@@ -615,7 +514,7 @@ export class FlashService {
         : state === 'CANCELLED'
           ? FlashNotice.cancelled
           : FlashNotice.failed;
-    const event: FlashEvent = { job: this.dto(r), log: job.newLog.splice(0) };
+    const event: FlashEvent = { job: jobDto(r), log: job.newLog.splice(0) };
     await notifyUser(this.app, r.user_id, {
       id: crypto.randomUUID(),
       kind,
