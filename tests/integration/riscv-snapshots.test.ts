@@ -212,7 +212,7 @@ interface Service {
   exited: Promise<unknown>;
 }
 
-function startService(o: { dataDir: string; labFile: string }): Promise<Service> {
+function startService(o: { dataDir: string; labFile: string; quotaMb?: number }): Promise<Service> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', path.join(import.meta.dirname, 'helpers', 'snapshot-service.ts')],
@@ -370,8 +370,9 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
     await answer;
     expect(seenJournal).toBe(true);
     expect(fs.existsSync(path.join(boardDir, JOURNAL_NAME))).toBe(true);
-    // Started again on the same data: the driver finishes the restore before the machine boots.
-    svc = await startService({ dataDir, labFile });
+    // Started again on the same data (with a 1 MiB private-image quota, for the last check): the
+    // driver finishes the restore before the machine boots.
+    svc = await startService({ dataDir, labFile, quotaMb: 1 });
     env = { ...env, url: svc.url };
     expect(await sh('cat /root/snap.txt')).toBe('kept-1');
     expect(await sh('test -e /root/late.txt && echo yes || echo no')).toBe('no');
@@ -385,6 +386,10 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
       encoding: 'utf8',
     });
     expect(info).not.toMatch(/_bianbu_/);
+    // Snapshots count against the holder's private-image quota: the overlay is past 1 MiB.
+    const over = await bianbu(['snapshot', 'save', NAME, 'third']);
+    expect(over.code).not.toBe(0);
+    expect(over.stderr).toMatch(/flash\.quota_exceeded/);
     // Deleted snapshots are gone from the disk too.
     const rm = await bianbu(['snapshot', 'rm', NAME, 'second']);
     expect(rm.code, rm.stderr).toBe(0);

@@ -1,6 +1,6 @@
 // A whole service (a lab of one riscv64 QEMU board, PGlite in its data directory) for the snapshot
 // test, run as a process of its own so the test can kill it with SIGKILL mid-restore and start it
-// again on the same data. Settings in BIANBU_SNAPSHOT_SERVICE: {dataDir, labFile, images}. The first
+// again on the same data. Settings in BIANBU_SNAPSHOT_SERVICE: {dataDir, labFile, images, quotaMb?}. The first
 // start makes the user and prints `KEY <apikey>`; every start prints `URL <url>` once it listens.
 import { buildApp } from '#server/app.ts';
 import { issueCredential } from '#server/auth/tokens.ts';
@@ -11,6 +11,7 @@ const o = JSON.parse(process.env.BIANBU_SNAPSHOT_SERVICE ?? '{}') as {
   dataDir: string;
   labFile: string;
   images: string;
+  quotaMb?: number;
 };
 const app = await buildApp({
   config: testConfig({
@@ -19,6 +20,7 @@ const app = await buildApp({
     BIANBU_BOARD_IMAGES: o.images,
     BIANBU_PROBE_INTERVAL_MS: '2000',
     BIANBU_METRICS_INTERVAL_MS: '600000',
+    ...(o.quotaMb === undefined ? {} : { BIANBU_FLASH_USER_QUOTA_MB: String(o.quotaMb) }),
   }),
   logger: false,
 });
