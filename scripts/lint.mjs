@@ -69,9 +69,10 @@ for (const f of graph.keys()) if (!state.get(f)) visit(f);
 for (const c of cycles) console.error(`import cycle: ${c.join(' -> ')}`);
 if (cycles.length) failed = true;
 
-// The console's folders import one way: primitives (state, components, i18n) at the bottom, the API
-// client above them, feature folders above those, the frame (router, layout, palette, workbench) on
-// top. A cycle between folders (static imports; a lazy import() is a page boundary) fails.
+// The console's folders import one way: primitives (state, i18n, api, realtime, components, router,
+// the command registry) at the bottom, feature folders above them, pages above those, the frame
+// (layout, palette, workbench) on top. A cycle between folders (static imports; a lazy import() is a
+// page boundary) fails.
 const folderOf = (f) => {
   const parts = f.split(path.sep);
   return parts[0] === 'src' && parts[1] === 'web' && parts.length > 3 ? parts[2] : null;
@@ -106,5 +107,35 @@ for (const c of folderCycles) {
   console.error(`folder cycle in src/web: ${c.join(' -> ')}\n  ${via.join('\n  ')}`);
 }
 if (folderCycles.length) failed = true;
-if (!failed) console.log(`lint: ok (${files.length} files, no import cycles between files or console folders)`);
+
+// And they import downwards only: a folder imports folders of its own layer or below. Primitives know
+// nothing of features (the command registry is one: features register their commands in it, the
+// palette shows them), features nothing of pages, pages nothing of the frame. Within a layer, the cycle
+// check above keeps the order. A folder of no layer fails, so a new one is placed on purpose.
+const LAYERS = [
+  ['primitives', ['state', 'i18n', 'api', 'realtime', 'components', 'router', 'commands']],
+  ['features', ['auth', 'boards', 'keymap', 'terminal', 'files', 'flash', 'queue', 'share', 'sequences', 'desktop']],
+  ['pages', ['devices', 'settings', 'landing', 'pages']],
+  ['frame', ['layout', 'palette', 'workbench']],
+];
+const webLayerOf = new Map(LAYERS.flatMap(([, fs], i) => fs.map((f) => [f, i])));
+for (const f of files) {
+  const folder = folderOf(f);
+  if (folder && !webLayerOf.has(folder)) {
+    console.error(`src/web/${folder}/ belongs to no layer: add it to LAYERS in scripts/lint.mjs`);
+    failed = true;
+    webLayerOf.set(folder, -1);
+  }
+}
+for (const [from, tos] of folders) {
+  for (const [to, via] of tos) {
+    const a = webLayerOf.get(from);
+    const b = webLayerOf.get(to);
+    if (a >= 0 && b >= 0 && b > a) {
+      console.error(`upward import in src/web: ${from} (${LAYERS[a][0]}) -> ${to} (${LAYERS[b][0]})\n  ${via}`);
+      failed = true;
+    }
+  }
+}
+if (!failed) console.log(`lint: ok (${files.length} files, no import cycles between files or console folders, no upward import)`);
 process.exit(failed ? 1 : 0);

@@ -12,7 +12,8 @@ import {
   resolveBindings,
 } from '#shared/keymap.ts';
 import { chordKeys } from '#web/state/keymap.ts';
-import { keyAction, matchKey, type strokeOf } from '#web/workbench/keys.ts';
+import type { strokeOf } from '#web/state/strokes.ts';
+import { keyAction, matchKey } from '#web/workbench/keys.ts';
 
 const ev = (over: Partial<Parameters<typeof strokeOf>[0]>) => ({
   key: '',

@@ -15,8 +15,8 @@ import {
   normalize,
   rankCommands,
   scoreCommand,
-} from '#web/palette/rank.ts';
-import { allCommands, type PaletteCommand, rankInputOf, registerCommands } from '#web/palette/registry.ts';
+} from '#web/commands/rank.ts';
+import { allCommands, type PaletteCommand, rankInputOf, registerCommands } from '#web/commands/registry.ts';
 import { leases } from '#web/boards/store.ts';
 import { session } from '#web/state/session.ts';
 import { workbenchCommands } from '#web/workbench/commands.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { allCommands, commandTitle, type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
+import { allCommands, commandTitle, type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 
 const cmd = (id: string, over: Partial<PaletteCommand> = {}): PaletteCommand => ({
   id,

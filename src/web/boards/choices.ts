@@ -1,6 +1,6 @@
 // The held boards as palette choices ("Renew a board…", "Flash a board…"): the one in front of the
 // user (the workbench's) first, each named by its lease name with the board and model beside it.
-import type { PaletteOption } from '#web/palette/registry.ts';
+import type { PaletteOption } from '#web/commands/registry.ts';
 import { session } from '#web/state/session.ts';
 import { dataOf, leases } from './store.ts';
 

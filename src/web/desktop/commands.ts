@@ -3,7 +3,7 @@
 // and scaling, reconnect. Their keys (Ctrl+Alt+V / C / End by default) are the keymap's
 // toggleDesktop, toggleCode and ctrlAltDel (src/shared/keymap.ts), run by workbench/keys.ts.
 import { useEffect } from 'react';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
+import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { SPECIAL_KEYS, type SpecialKey, vncOps } from './ops.ts';
 import { saveVncSettings, toggleCode, toggleVnc, vncWindow } from './state.ts';
 

@@ -22,8 +22,8 @@ import {
   requestLease,
 } from '#web/boards/store.ts';
 import { attrLabel, attrValueText, dateTimeText, relativeText } from '#web/boards/time.ts';
+import { registerCommands } from '#web/commands/registry.ts';
 import { Alert, Button, Card, cx, Field, Input, Spinner } from '#web/components/ui.tsx';
-import { registerCommands } from '#web/palette/registry.ts';
 import { joinAndTell, QUEUE_SECTION } from '#web/queue/commands.ts';
 import { QueueEntryView } from '#web/queue/QueuePanel.tsx';
 import { queue } from '#web/queue/state.ts';

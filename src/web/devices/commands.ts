@@ -18,13 +18,13 @@ import {
   renewLease,
 } from '#web/boards/store.ts';
 import { dateTimeText } from '#web/boards/time.ts';
-import { currentLanguage, t } from '#web/i18n/i18n.ts';
 import {
   type PaletteCommand,
   type PaletteContext,
   type PaletteOption,
   registerCommands,
-} from '#web/palette/registry.ts';
+} from '#web/commands/registry.ts';
+import { currentLanguage, t } from '#web/i18n/i18n.ts';
 import { realtime } from '#web/realtime/client.ts';
 import { recordRenewal } from '#web/sequences/state.ts';
 import { notify } from '#web/state/notices.ts';

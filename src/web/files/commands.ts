@@ -2,8 +2,8 @@
 // it can be run from the keyboard without the pointer; commands that need a name open the same
 // dialogs the pane's buttons open. Registered while a pane is mounted.
 import { normalizeBoardPath, parentOf } from '#shared/files.ts';
+import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { t } from '#web/i18n/i18n.ts';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { notify } from '#web/state/notices.ts';
 import { listDir } from './api.ts';
 import { completeFolder } from './complete.ts';

@@ -2,7 +2,7 @@
 // is listed on the board, its subfolders whose names start with the last part are offered, closest
 // first. Relative text is taken from the tree's root, as a shell takes it from the working directory.
 import { normalizeBoardPath } from '#shared/files.ts';
-import type { PaletteOption } from '#web/palette/registry.ts';
+import type { PaletteOption } from '#web/commands/registry.ts';
 import { listDir } from './api.ts';
 
 /** The most completions offered at once (a folder may hold thousands). */

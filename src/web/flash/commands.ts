@@ -7,9 +7,9 @@ import { type FlashImageDto, FlashPerm } from '#shared/flash.ts';
 import { call } from '#web/api/http.ts';
 import { heldBoardChoices } from '#web/boards/choices.ts';
 import { dataOf, leases, messageOf } from '#web/boards/store.ts';
+import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { formatSize } from '#web/files/format.ts';
 import { currentLanguage, t } from '#web/i18n/i18n.ts';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { notify } from '#web/state/notices.ts';
 import { watchFlash } from './live.ts';
 import {

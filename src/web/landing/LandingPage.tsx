@@ -3,10 +3,10 @@ import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { LEASE_DURATIONS } from '#shared/constants.ts';
+import { isMac } from '#web/commands/keys.ts';
 import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
 import { Icon, type IconName } from '#web/components/icons.tsx';
 import { Kbd } from '#web/components/ui.tsx';
-import { isMac } from '#web/palette/keys.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
 

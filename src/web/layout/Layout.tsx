@@ -2,10 +2,10 @@
 // sidebar, navbar, licence banner, page header with tabs; the page gets the active tab through
 // the outlet context.
 import { Outlet } from 'react-router-dom';
+import { PageHeader, usePageTabs } from '#web/pages/PageHeader.tsx';
 import { useRouteMeta } from '#web/router/handle.ts';
 import { LicenceBanner } from './LicenceBanner.tsx';
 import { Navbar } from './Navbar.tsx';
-import { PageHeader, usePageTabs } from './PageHeader.tsx';
 import { Sidebar } from './Sidebar.tsx';
 
 export interface LayoutOutletContext {

@@ -20,6 +20,8 @@ import {
 } from '#web/auth/flow.ts';
 import { decideGuard } from '#web/auth/guard.ts';
 import { profileDialog } from '#web/auth/profile-state.ts';
+import { usePaletteShortcut } from '#web/commands/keys.ts';
+import { keyHelp, paletteState } from '#web/commands/registry.ts';
 import { prefetchModal } from '#web/components/Modal.tsx';
 import { SessionEndedDialog } from '#web/components/SessionEndedDialog.tsx';
 import { Toaster } from '#web/components/Toaster.tsx';
@@ -27,8 +29,6 @@ import { flash } from '#web/flash/state.ts';
 import { loadNamespace } from '#web/i18n/i18n.ts';
 import { withZod } from '#web/lazy-zod.ts';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
-import { usePaletteShortcut } from '#web/palette/keys.ts';
-import { keyHelp, paletteState } from '#web/palette/registry.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { type RouteHandle, useRouteMeta } from '#web/router/handle.ts';
 import { seqUi } from '#web/sequences/state.ts';

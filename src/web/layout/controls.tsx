@@ -3,10 +3,10 @@ import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
 import { logoutAndLeave } from '#web/auth/flow.ts';
 import { openProfile } from '#web/auth/profile-state.ts';
+import { isMac } from '#web/commands/keys.ts';
+import { openPalette } from '#web/commands/registry.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Avatar, cx, IconButton, Kbd } from '#web/components/ui.tsx';
-import { isMac } from '#web/palette/keys.ts';
-import { openPalette } from '#web/palette/registry.ts';
 import { session } from '#web/state/session.ts';
 
 export function PaletteButton({ className }: { className?: string }) {

@@ -5,13 +5,19 @@
 import { useMemo } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
+import { isMac } from '#web/commands/keys.ts';
+import {
+  commandAvailable,
+  commandTitle,
+  keyHelp,
+  restoreOriginFocus,
+  useCommands,
+} from '#web/commands/registry.ts';
+import { commandShortcut } from '#web/commands/shortcut.ts';
 import { Modal } from '#web/components/Modal.tsx';
+import { ShortcutKeys } from '#web/components/ShortcutKeys.tsx';
 import { keymapState } from '#web/state/keymap.ts';
 import { session } from '#web/state/session.ts';
-import { isMac } from './keys.ts';
-import { commandAvailable, commandTitle, keyHelp, restoreOriginFocus, useCommands } from './registry.ts';
-import { ShortcutKeys } from './ShortcutKeys.tsx';
-import { commandShortcut } from './shortcut.ts';
 
 export default function KeyHelp() {
   const { open } = useSnapshot(keyHelp);

@@ -4,11 +4,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
-import { Icon } from '#web/components/icons.tsx';
-import { Kbd } from '#web/components/ui.tsx';
-import { keymapState } from '#web/state/keymap.ts';
-import { session } from '#web/state/session.ts';
-import { isMac } from './keys.ts';
+import { isMac } from '#web/commands/keys.ts';
 import {
   type CommandContext,
   emptyQueryOrder,
@@ -16,7 +12,7 @@ import {
   type RankInput,
   rankCommands,
   readRecent,
-} from './rank.ts';
+} from '#web/commands/rank.ts';
 import {
   closePalette,
   commandAvailable,
@@ -28,9 +24,13 @@ import {
   rankInputOf,
   restoreOriginFocus,
   useCommands,
-} from './registry.ts';
-import { ShortcutKeys } from './ShortcutKeys.tsx';
-import { commandShortcut } from './shortcut.ts';
+} from '#web/commands/registry.ts';
+import { commandShortcut } from '#web/commands/shortcut.ts';
+import { Icon } from '#web/components/icons.tsx';
+import { ShortcutKeys } from '#web/components/ShortcutKeys.tsx';
+import { Kbd } from '#web/components/ui.tsx';
+import { keymapState } from '#web/state/keymap.ts';
+import { session } from '#web/state/session.ts';
 
 type Row = RankInput & { cmd: PaletteCommand };
 

@@ -5,6 +5,7 @@ import { useSnapshot } from 'valtio';
 import { LANGUAGES } from '#shared/constants.ts';
 import { logoutAndLeave, routeSet } from '#web/auth/flow.ts';
 import { openProfile } from '#web/auth/profile-state.ts';
+import { openKeyHelp, type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { LANGUAGE_LABELS, setLanguage } from '#web/i18n/i18n.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { routeTable } from '#web/router/table.ts';
@@ -13,7 +14,6 @@ import { toggleTheme } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
-import { openKeyHelp, type PaletteCommand, registerCommands } from './registry.ts';
 
 const NAV = 'palette:sections.navigation';
 const PREFS = 'palette:sections.preferences';

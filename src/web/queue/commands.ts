@@ -5,8 +5,8 @@
 import { subscribe } from 'valtio';
 import { dataOf, keyOf, leases, messageOf } from '#web/boards/store.ts';
 import { dateTimeText, relativeText } from '#web/boards/time.ts';
+import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { currentLanguage, t } from '#web/i18n/i18n.ts';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { notify } from '#web/state/notices.ts';
 import { watchQueue } from './live.ts';
 import { leaveLine } from './QueuePanel.tsx';

@@ -9,11 +9,11 @@ import type { RunStepDto, SequenceDto, SequenceRunDto } from '#shared/sequences.
 import { call } from '#web/api/http.ts';
 import { dataOf, leases, messageOf } from '#web/boards/store.ts';
 import { dateTimeText } from '#web/boards/time.ts';
+import { openPalette, paletteState } from '#web/commands/registry.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Modal } from '#web/components/Modal.tsx';
 import { usePulse } from '#web/components/pulse.ts';
 import { Alert, Button, cx, Input, Spinner } from '#web/components/ui.tsx';
-import { openPalette, paletteState } from '#web/palette/registry.ts';
 import { notify } from '#web/state/notices.ts';
 import { SequenceCalls } from './commands.ts';
 import { closeSequenceDialog, openRun, openSequences, seqUi, stopRecording } from './state.ts';

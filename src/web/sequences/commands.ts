@@ -7,8 +7,8 @@ import { type SequenceDto, sequenceCalls, sequenceName } from '#shared/sequences
 import { call } from '#web/api/http.ts';
 import { heldBoardChoices } from '#web/boards/choices.ts';
 import { dataOf, leases, messageOf } from '#web/boards/store.ts';
+import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { loadNamespace, t } from '#web/i18n/i18n.ts';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { notify } from '#web/state/notices.ts';
 import {
   openRun,

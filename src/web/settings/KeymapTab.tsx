@@ -19,11 +19,11 @@ import {
   PRESET_BINDINGS,
   resolveBindings,
 } from '#shared/keymap.ts';
+import { ShortcutKeys } from '#web/components/ShortcutKeys.tsx';
 import { Alert, Button, cx, IconButton } from '#web/components/ui.tsx';
 import { loadKeymap, saveKeymap, startKeymapSync } from '#web/keymap/sync.ts';
-import { ShortcutKeys } from '#web/palette/ShortcutKeys.tsx';
 import { chordKeys, keymapState } from '#web/state/keymap.ts';
-import { strokeOf } from '#web/workbench/keys.ts';
+import { strokeOf } from '#web/state/strokes.ts';
 import { Section } from './Section.tsx';
 
 type Status = { kind: 'idle' } | { kind: 'saving' } | { kind: 'saved' } | { kind: 'failed'; text: string };

@@ -13,7 +13,7 @@ import { Icon, type IconName } from '#web/components/icons.tsx';
 import { Modal } from '#web/components/Modal.tsx';
 import { Alert, Avatar, Button, cx } from '#web/components/ui.tsx';
 import { LANGUAGE_LABELS, setLanguage } from '#web/i18n/i18n.ts';
-import { PageHeader, usePageTabs } from '#web/layout/PageHeader.tsx';
+import { PageHeader, usePageTabs } from '#web/pages/PageHeader.tsx';
 import { useRouteMeta } from '#web/router/handle.ts';
 import { appState, setDarkTermTheme, setTheme } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';

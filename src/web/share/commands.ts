@@ -4,8 +4,8 @@
 import { subscribe } from 'valtio';
 import { groupName, SHARE_LIMITS } from '#shared/share.ts';
 import { dataOf, messageOf, startApply } from '#web/boards/store.ts';
+import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { t } from '#web/i18n/i18n.ts';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { realtime, realtimeState } from '#web/realtime/client.ts';
 import { frontShell } from '#web/state/front-shell.ts';
 import { notify } from '#web/state/notices.ts';

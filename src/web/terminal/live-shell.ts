@@ -23,10 +23,10 @@ import { type RealtimeMessage, realtime, realtimeState, type TopicHandle } from 
 import { appState } from '#web/state/app.ts';
 import { session } from '#web/state/session.ts';
 import { isBroadcastInput, leaveBroadcast } from './broadcast.ts';
-import { hasHardwareWebgl } from './renderer.ts';
-import { skipEmptySelectionRedraws } from './selection-redraw.ts';
 import { CursorBlink } from './cursor-blink.ts';
 import { OutputFeeder } from './feeder.ts';
+import { hasHardwareWebgl } from './renderer.ts';
+import { skipEmptySelectionRedraws } from './selection-redraw.ts';
 
 export type ShellStatus = 'connecting' | 'live' | 'disconnected' | 'closed';
 

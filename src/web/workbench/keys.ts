@@ -12,26 +12,18 @@ import {
   type KeymapAction,
   type Stroke,
 } from '#shared/keymap.ts';
+import { paletteState } from '#web/commands/registry.ts';
 import { vncOps } from '#web/desktop/ops.ts';
 import { toggleCode, toggleVnc, vncWindow } from '#web/desktop/state.ts';
 import { startKeymapSync } from '#web/keymap/sync.ts';
-import { paletteState } from '#web/palette/registry.ts';
 import { stepTermFont } from '#web/state/app.ts';
 import { keymapState } from '#web/state/keymap.ts';
+import { type KeyLike, strokeOf } from '#web/state/strokes.ts';
 import { toggleMaximize, workbenchUi } from './commands.ts';
 import { focusLastTerminal, moveFocus, trackLastShell } from './focus.ts';
 import { resizeFocused, swapFocused } from './pane-keys.ts';
 import { shellOps } from './shell-ops.ts';
 import { cycleTab, togglePane } from './store.ts';
-
-export interface KeyLike {
-  key: string;
-  code?: string;
-  ctrlKey: boolean;
-  altKey: boolean;
-  shiftKey: boolean;
-  metaKey: boolean;
-}
 
 export type KeyAction =
   | { kind: 'focus'; dir: 'left' | 'right' | 'up' | 'down' }
@@ -90,38 +82,6 @@ export const ACTION_KINDS: Readonly<Record<KeymapAction, KeyAction>> = {
   fontSmaller: { kind: 'font', step: -1 },
   fontReset: { kind: 'font', step: 0 },
 };
-
-// Without `code` (synthetic events, some virtual keyboards) the key's name stands in for it.
-const KEY_CODES: Record<string, string> = {
-  '`': 'Backquote',
-  '-': 'Minus',
-  '=': 'Equal',
-  '[': 'BracketLeft',
-  ']': 'BracketRight',
-  '\\': 'Backslash',
-  ';': 'Semicolon',
-  "'": 'Quote',
-  ',': 'Comma',
-  '.': 'Period',
-  '/': 'Slash',
-  ' ': 'Space',
-  Esc: 'Escape',
-};
-
-const MODIFIER_KEYS = new Set(['Control', 'Alt', 'Shift', 'Meta', 'AltGraph', 'OS']);
-
-/** The stroke a key press is, by physical key; null for a lone modifier. */
-export function strokeOf(e: KeyLike): Stroke | null {
-  if (MODIFIER_KEYS.has(e.key)) return null;
-  let code = e.code ?? '';
-  if (!code) {
-    if (/^[a-z]$/i.test(e.key)) code = `Key${e.key.toUpperCase()}`;
-    else if (/^[0-9]$/.test(e.key)) code = `Digit${e.key}`;
-    else code = KEY_CODES[e.key] ?? e.key;
-  }
-  if (!code) return null;
-  return { ctrl: e.ctrlKey, alt: e.altKey, shift: e.shiftKey, meta: e.metaKey, code };
-}
 
 export interface KeyMatch {
   /** The action to run, if the press completed a chord. */

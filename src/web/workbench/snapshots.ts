@@ -4,9 +4,9 @@ import { proxy } from 'valtio';
 import { type SnapshotDto, snapshotCalls, snapshotName } from '#shared/snapshots.ts';
 import { call } from '#web/api/http.ts';
 import { leaseOf, messageOf } from '#web/boards/store.ts';
+import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts';
 import { formatSize } from '#web/files/format.ts';
 import { currentLanguage, t } from '#web/i18n/i18n.ts';
-import { type PaletteCommand, registerCommands } from '#web/palette/registry.ts';
 import { recordStep } from '#web/sequences/state.ts';
 import { notify } from '#web/state/notices.ts';
 
