@@ -31,11 +31,11 @@ export function leaseNoticeText(kind: string, data: Record<string, unknown>): st
   const name = String(data.serverName ?? data.deviceId ?? '');
   if (kind === LeaseNotice.expiring) {
     return t(
-      data.remaining === '1h' ? 'workbench:notice.leaseWarning1h' : 'workbench:notice.leaseWarning24h',
+      data.remaining === '1h' ? 'boards:notice.leaseWarning1h' : 'boards:notice.leaseWarning24h',
       { name },
     );
   }
-  if (kind === LeaseNotice.expired) return t('workbench:notice.leaseExpired', { name });
+  if (kind === LeaseNotice.expired) return t('boards:notice.leaseExpired', { name });
   return null;
 }
 
@@ -78,7 +78,7 @@ export function watchBoardState(deviceId: string): () => void {
     if (leases.busy[deviceId] || [...explainers].some((explains) => explains(deviceId))) return;
     notify(
       'info',
-      t('workbench:notice.boardState', {
+      t('boards:notice.boardState', {
         name: lease.serverName,
         state: t(`devices:state.${parsed.data.state}`),
       }),

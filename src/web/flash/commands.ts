@@ -179,7 +179,7 @@ export function installWorkbenchFlashCommands(deviceId: string): () => void {
     {
       id: 'workbench.flashPane',
       titleKey: 'flash:palette.showPane',
-      section: 'workbench:palette.section',
+      section: 'palette:sections.workbench',
       context: 'board',
       keywords: ['flash', 'progress', 'pane', 'workbench'],
       icon: 'layers',
@@ -191,7 +191,7 @@ export function installWorkbenchFlashCommands(deviceId: string): () => void {
     {
       id: 'workbench.flash',
       titleKey: 'flash:palette.flashThis',
-      section: 'workbench:palette.section',
+      section: 'palette:sections.workbench',
       context: 'board',
       keywords: ['flash', 'image', 'os', 'workbench'],
       icon: 'upload',

@@ -49,12 +49,12 @@ export function catalogueOf(lng: Language): Promise<Record<string, Catalogue>> {
  * them too.
  */
 const lazyFiles = import.meta.glob<Catalogue>(
-  '../../../locales/*/{sequences,desktop,files,terminal,settings}.json',
+  '../../../locales/*/{sequences,desktop,files,terminal,settings,snapshots,workbench}.json',
   {
     import: 'default',
   },
 );
-export type LazyNamespace = 'sequences' | 'desktop' | 'files' | 'terminal' | 'settings';
+export type LazyNamespace = 'sequences' | 'desktop' | 'files' | 'terminal' | 'settings' | 'snapshots' | 'workbench';
 const lazyUsed = new Set<LazyNamespace>();
 
 async function addLazy(lng: Language, ns: LazyNamespace): Promise<void> {

@@ -26,12 +26,12 @@ export const pages: Record<PageKey, Page> = {
   apply: lazy(withZod(() => import('#web/devices/ApplyPage.tsx'))),
   // The words of the workbench's panes come with it (namespaces left out of the first load).
   workbench: lazy(
-    withZod(withWords(() => import('#web/workbench/WorkbenchPage.tsx'), 'desktop', 'files', 'terminal')),
+    withZod(withWords(() => import('#web/workbench/WorkbenchPage.tsx'), 'desktop', 'files', 'terminal', 'snapshots', 'workbench')),
   ),
   images: lazy(withZod(() => import('#web/flash/ImageCataloguePage.tsx'))),
   // A joined shell is a terminal pane.
   share: lazy(withZod(withWords(() => import('#web/share/SharePage.tsx'), 'terminal'))),
-  settings: lazy(withZod(withWords(() => import('#web/settings/SettingsPage.tsx'), 'settings'))),
+  settings: lazy(withZod(withWords(() => import('#web/settings/SettingsPage.tsx'), 'settings', 'workbench'))),
   dashboard: lazy(withZod(() => import('#web/devices/DashboardPage.tsx'))),
   deviceList: lazy(withZod(() => import('#web/devices/DeviceListPage.tsx'))),
   notFound: lazy(() => import('#web/pages/NotFoundPage.tsx')),

@@ -52,7 +52,7 @@ export interface WorkbenchContext {
   navigate: (to: string) => void;
 }
 
-const SECTION = 'workbench:palette.section';
+const SECTION = 'palette:sections.workbench';
 
 /** Commands about the board as a whole; the others act on the focused shell. */
 const BOARD_LEVEL = new Set([

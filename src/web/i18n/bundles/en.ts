@@ -8,6 +8,8 @@ export default import.meta.glob<Record<string, unknown>>(
     '!../../../../locales/en/files.json',
     '!../../../../locales/en/terminal.json',
     '!../../../../locales/en/settings.json',
+    '!../../../../locales/en/snapshots.json',
+    '!../../../../locales/en/workbench.json',
     // The embedded identity provider's sign-in pages are the service's (src/server/identity/idp-pages.ts).
     '!../../../../locales/en/idp.json',
   ],

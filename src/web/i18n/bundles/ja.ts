@@ -8,6 +8,8 @@ export default import.meta.glob<Record<string, unknown>>(
     '!../../../../locales/ja/files.json',
     '!../../../../locales/ja/terminal.json',
     '!../../../../locales/ja/settings.json',
+    '!../../../../locales/ja/snapshots.json',
+    '!../../../../locales/ja/workbench.json',
     // The embedded identity provider's sign-in pages are the service's (src/server/identity/idp-pages.ts).
     '!../../../../locales/ja/idp.json',
   ],

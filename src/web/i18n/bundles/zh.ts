@@ -8,6 +8,8 @@ export default import.meta.glob<Record<string, unknown>>(
     '!../../../../locales/zh/files.json',
     '!../../../../locales/zh/terminal.json',
     '!../../../../locales/zh/settings.json',
+    '!../../../../locales/zh/snapshots.json',
+    '!../../../../locales/zh/workbench.json',
     // The embedded identity provider's sign-in pages are the service's (src/server/identity/idp-pages.ts).
     '!../../../../locales/zh/idp.json',
   ],
