@@ -276,6 +276,11 @@ export class BoardDisk {
     const j = this.readJournal();
     fs.rmSync(`${this.journal}.tmp`, { force: true });
     if (!j) return null;
+    if (!fs.existsSync(this.overlay)) {
+      // No overlay to finish a restore on (a disk written afresh since): the journal is stale.
+      fs.rmSync(this.journal, { force: true });
+      return 'dropped';
+    }
     // A qemu-img of the killed service may still run on the overlay: it holds the image's lock.
     const begun = Date.now();
     for (;;) {
