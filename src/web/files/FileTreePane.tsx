@@ -5,25 +5,19 @@
 import { type DragEvent, type KeyboardEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
-import { type FileEntryDto, fileName, isProtectedPath, normalizeBoardPath, parentOf } from '#shared/files.ts';
-import { Icon } from '#web/components/icons.tsx';
-import { Modal } from '#web/components/Modal.tsx';
-import { Button, cx, IconButton, Input, Spinner } from '#web/components/ui.tsx';
+import { type FileEntryDto, fileName, parentOf } from '#shared/files.ts';
+import { cx, IconButton, Spinner } from '#web/components/ui.tsx';
 import { notify } from '#web/state/notices.ts';
 import { listDir } from './api.ts';
 import { registerTreeCommands } from './commands.ts';
-import { formatSize, formatTime, modeString } from './format.ts';
 import { startTreeWatch } from './live.ts';
 import {
-  createFile,
-  createFolder,
   dataOf,
   download,
   errorText,
   loadFolder,
   openFile,
   refreshTree,
-  removeEntry,
   renameEntry,
   select,
   setRoot,
@@ -32,6 +26,8 @@ import {
   uploadAll,
 } from './state.ts';
 import { TransferList } from './TransferList.tsx';
+import { TreeDialogs } from './TreeDialogs.tsx';
+import { expandable, rowId, ToolbarText, TreeRow } from './TreeRow.tsx';
 import { focusTargets, pickers, uiOf } from './ui.ts';
 
 export interface FileTreePaneProps {
@@ -51,8 +47,6 @@ interface Row {
   /** A placeholder row under a folder that is loading or failed to load. */
   note?: { kind: 'loading' | 'failed' | 'empty'; text?: string; folder: string };
 }
-
-const expandable = (e: FileEntryDto) => e.type === 'dir' || e.type === 'symlink';
 
 export function FileTreePane({ applyId, deviceId, initialPath = '/', className }: FileTreePaneProps) {
   const { t, i18n } = useTranslation('files');
@@ -407,300 +401,5 @@ export function FileTreePane({ applyId, deviceId, initialPath = '/', className }
       <TransferList className="border-t border-zinc-200 dark:border-zinc-800" compact />
       <TreeDialogs applyId={applyId} />
     </section>
-  );
-}
-
-function rowId(domId: string, path: string): string {
-  return `${domId}-${encodeURIComponent(path)}`;
-}
-
-function ToolbarText({ label, onClick, children }: { label: string; onClick: () => void; children: string }) {
-  return (
-    <button
-      type="button"
-      aria-label={label}
-      title={label}
-      onClick={onClick}
-      className="inline-flex h-7 min-w-7 items-center justify-center rounded-md px-1 font-mono text-[11px] font-semibold text-zinc-500 hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100"
-    >
-      {children}
-    </button>
-  );
-}
-
-function EntryIcon({ entry, expanded }: { entry: FileEntryDto; expanded: boolean }) {
-  if (entry.type === 'dir') {
-    return (
-      <svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true" className="shrink-0 text-sky-500">
-        <path
-          d={expanded ? 'M3 7h6l2 2h10v2H7l-3 8H3zM7 11h15l-3 8H4z' : 'M3 6h6l2 2h10v11H3z'}
-          fill="currentColor"
-          fillOpacity={0.85}
-        />
-      </svg>
-    );
-  }
-  return (
-    <svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true" className="shrink-0 text-zinc-400">
-      <path d="M6 3h8l4 4v14H6zM14 3v4h4" fill="none" stroke="currentColor" strokeWidth="1.75" />
-      {entry.type === 'symlink' ? (
-        <path d="M9 16l4-4M10 12h3v3" fill="none" stroke="currentColor" strokeWidth="1.75" />
-      ) : null}
-    </svg>
-  );
-}
-
-function TreeRow(props: {
-  id: string;
-  entry: FileEntryDto;
-  depth: number;
-  lng: string;
-  expanded: boolean;
-  selected: boolean;
-  dropTarget: boolean;
-  renaming: boolean;
-  onSelect: () => void;
-  onActivate: () => void;
-  onToggle: () => void;
-  onDragOver: (e: DragEvent) => void;
-  onDrop: (e: DragEvent) => void;
-  onRename: (name: string) => void;
-  onCancelRename: () => void;
-}) {
-  const { entry, depth, lng, expanded, selected } = props;
-  const canExpand = expandable(entry);
-  return (
-    // biome-ignore lint/a11y/useFocusableInteractive: the tree container holds focus (aria-activedescendant)
-    // biome-ignore lint/a11y/useKeyWithClickEvents: the tree container handles the keys of every row
-    <div
-      id={props.id}
-      role="treeitem"
-      aria-level={depth + 1}
-      aria-selected={selected}
-      aria-expanded={canExpand ? expanded : undefined}
-      data-path={entry.path}
-      data-type={entry.type}
-      onClick={props.onSelect}
-      onDoubleClick={props.onActivate}
-      onDragOver={props.onDragOver}
-      onDrop={props.onDrop}
-      className={cx(
-        'grid cursor-default grid-cols-[minmax(0,1fr)_4.5rem] items-center gap-2 py-[3px] pr-2 select-none @md:grid-cols-[minmax(0,1fr)_4.5rem_8rem_5.5rem]',
-        selected
-          ? 'bg-sky-100 text-zinc-900 dark:bg-sky-900/40 dark:text-zinc-50'
-          : 'hover:bg-zinc-50 dark:hover:bg-zinc-900',
-        props.dropTarget && 'ring-2 ring-sky-400 ring-inset',
-      )}
-    >
-      <span className="flex min-w-0 items-center gap-1" style={{ paddingLeft: 4 + depth * 14 }}>
-        {canExpand ? (
-          <button
-            type="button"
-            tabIndex={-1}
-            aria-hidden="true"
-            className="inline-flex h-4 w-4 shrink-0 items-center justify-center text-zinc-400"
-            onClick={(e) => {
-              e.stopPropagation();
-              props.onToggle();
-            }}
-          >
-            <Icon name={expanded ? 'chevronDown' : 'chevronRight'} size={12} />
-          </button>
-        ) : (
-          <span className="w-4 shrink-0" />
-        )}
-        <EntryIcon entry={entry} expanded={expanded} />
-        {props.renaming ? (
-          <RenameInput name={entry.name} onDone={props.onRename} onCancel={props.onCancelRename} />
-        ) : (
-          <span className="truncate" title={entry.path}>
-            {entry.name}
-          </span>
-        )}
-      </span>
-      <span className="text-right font-mono text-[11px] text-zinc-500 tabular-nums">
-        {entry.type === 'file' ? formatSize(entry.size, lng) : ''}
-      </span>
-      <span className="hidden truncate text-[11px] text-zinc-500 tabular-nums @md:block">
-        {formatTime(entry.mtimeMs, lng)}
-      </span>
-      <span className="hidden font-mono text-[11px] text-zinc-500 @md:block">
-        {modeString(entry.mode, entry.type)}
-      </span>
-    </div>
-  );
-}
-
-function RenameInput({
-  name,
-  onDone,
-  onCancel,
-}: {
-  name: string;
-  onDone: (n: string) => void;
-  onCancel: () => void;
-}) {
-  const ref = useRef<HTMLInputElement>(null);
-  useEffect(() => {
-    const el = ref.current;
-    if (!el) return;
-    el.focus();
-    const dot = name.lastIndexOf('.');
-    el.setSelectionRange(0, dot > 0 ? dot : name.length);
-  }, [name]);
-  return (
-    <input
-      ref={ref}
-      defaultValue={name}
-      aria-label={name}
-      data-testid="file-rename-input"
-      className="h-5 min-w-0 flex-1 rounded border border-sky-400 bg-white px-1 text-[13px] outline-none dark:bg-zinc-900"
-      onClick={(e) => e.stopPropagation()}
-      onKeyDown={(e) => {
-        e.stopPropagation();
-        if (e.key === 'Enter') onDone(e.currentTarget.value.trim());
-        if (e.key === 'Escape') onCancel();
-      }}
-      onBlur={onCancel}
-    />
-  );
-}
-
-function TreeDialogs({ applyId }: { applyId: string }) {
-  const { t } = useTranslation('files');
-  const ui = uiOf(applyId);
-  const snap = useSnapshot(ui);
-  const [value, setValue] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const dialog = snap.dialog;
-
-  useEffect(() => {
-    setError(null);
-    setBusy(false);
-    setValue(dialog?.kind === 'goto' ? treeOf(applyId).root : '');
-  }, [dialog, applyId]);
-
-  const close = () => {
-    ui.dialog = null;
-  };
-
-  const run = async (fn: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-      close();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  if (!dialog) return null;
-
-  if (dialog.kind === 'delete') {
-    const { entry, step } = dialog;
-    const isDir = entry.type === 'dir';
-    const protectedPath = isProtectedPath(entry.path);
-    const confirmDelete = () => {
-      if (protectedPath && step === 1) {
-        ui.dialog = { kind: 'delete', entry, step: 2 };
-        return;
-      }
-      void run(() => removeEntry(applyId, entry, protectedPath ? entry.path : undefined));
-    };
-    return (
-      <Modal
-        open
-        onClose={close}
-        role="alertdialog"
-        testId="file-delete-dialog"
-        title={step === 1 ? t('delete.title') : t('delete.againTitle')}
-        closeLabel={t('dialog.cancel')}
-        footer={
-          <>
-            <Button onClick={close}>{t('dialog.cancel')}</Button>
-            <Button variant="danger" loading={busy} onClick={confirmDelete} data-testid="file-delete-confirm">
-              {step === 1 ? t('delete.confirm') : t('delete.confirmAgain')}
-            </Button>
-          </>
-        }
-      >
-        <p>
-          {step === 1
-            ? t(isDir ? 'delete.folderBody' : 'delete.fileBody', { path: entry.path })
-            : t('delete.againBody', { path: entry.path })}
-        </p>
-        <p className="mt-2 break-all rounded bg-zinc-100 px-2 py-1 font-mono text-xs dark:bg-zinc-800">
-          {entry.path}
-        </p>
-        {error ? <p className="mt-2 text-red-600 dark:text-red-400">{error}</p> : null}
-      </Modal>
-    );
-  }
-
-  const titleKey =
-    dialog.kind === 'newFile'
-      ? 'create.fileTitle'
-      : dialog.kind === 'newFolder'
-        ? 'create.folderTitle'
-        : 'goto.title';
-  const submit = () => {
-    const v = value.trim();
-    if (dialog.kind === 'goto') {
-      const p = normalizeBoardPath(v || '/');
-      if (!p) return setError(t('errors.path.outside_root'));
-      return void run(async () => {
-        setRoot(applyId, p);
-      });
-    }
-    const parsed = fileName.safeParse(v);
-    if (!parsed.success) return setError(t('create.invalidName'));
-    const folder = dialog.folder;
-    if (dialog.kind === 'newFolder')
-      return void run(async () => void (await createFolder(applyId, folder, v)));
-    void run(async () => {
-      const path = await createFile(applyId, folder, v);
-      await openFile(applyId, path);
-    });
-  };
-  return (
-    <Modal
-      open
-      onClose={close}
-      title={t(titleKey)}
-      testId="file-name-dialog"
-      closeLabel={t('dialog.cancel')}
-      footer={
-        <>
-          <Button onClick={close}>{t('dialog.cancel')}</Button>
-          <Button variant="primary" loading={busy} onClick={submit} data-testid="file-name-confirm">
-            {dialog.kind === 'goto' ? t('goto.confirm') : t('create.confirm')}
-          </Button>
-        </>
-      }
-    >
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          submit();
-        }}
-      >
-        {dialog.kind !== 'goto' ? (
-          <p className="mb-2 text-xs text-zinc-500">{t('create.inFolder', { folder: dialog.folder })}</p>
-        ) : null}
-        <Input
-          autoFocus
-          value={value}
-          onChange={(e) => setValue(e.target.value)}
-          aria-label={t(titleKey)}
-          data-testid="file-name-input"
-          placeholder={dialog.kind === 'goto' ? '/home' : t('create.placeholder')}
-        />
-        {error ? <p className="mt-2 text-red-600 dark:text-red-400">{error}</p> : null}
-      </form>
-    </Modal>
   );
 }
