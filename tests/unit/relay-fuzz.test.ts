@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'relay-fuzz-'));
-const source = path.resolve('src/server/boards/local/pty-host/relay.c');
+const sources = ['relay.c', 'relay-view.c'].map((f) => path.resolve('src/server/boards/local/pty-host', f));
 
 describe('the WebSocket relay reading hostile clients', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -27,7 +27,7 @@ describe('the WebSocket relay reading hostile clients', () => {
         '-DRELAY_FUZZ',
         '-o',
         bin,
-        source,
+        ...sources,
       ],
       { timeout: 120_000 },
     );

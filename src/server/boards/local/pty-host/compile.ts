@@ -11,22 +11,24 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /**
- * Compiles `source` (next to this file, or an absolute path: another driver's program); rejects with the
- * compiler's message when it cannot build.
+ * Compiles `source` (files next to this file, or absolute paths: another driver's program; several are
+ * one program); rejects with the compiler's message when it cannot build.
  */
-export async function compileProgram(source: string, name: string, what: string): Promise<number> {
-  const src = path.isAbsolute(source)
-    ? source
-    : path.join(path.dirname(fileURLToPath(import.meta.url)), source);
+export async function compileProgram(source: string | string[], name: string, what: string): Promise<number> {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const srcs = (Array.isArray(source) ? source : [source]).map((f) =>
+    path.isAbsolute(f) ? f : path.join(here, f),
+  );
   // A directory of the service's own (0700), removed once the program is open.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
   try {
     const bin = path.join(dir, name);
-    await run(process.env.CC || 'cc', ['-O2', '-o', bin, src], { timeout: 120_000, encoding: 'utf8' }).catch(
-      (err: Error & { stderr?: string }) => {
-        throw new Error(`cannot compile ${what}: ${(err.stderr || err.message).trim().slice(-500)}`);
-      },
-    );
+    await run(process.env.CC || 'cc', ['-O2', '-o', bin, ...srcs], {
+      timeout: 120_000,
+      encoding: 'utf8',
+    }).catch((err: Error & { stderr?: string }) => {
+      throw new Error(`cannot compile ${what}: ${(err.stderr || err.message).trim().slice(-500)}`);
+    });
     // A board's root is an unprivileged uid on the host: it runs the program as "other".
     fs.chmodSync(bin, 0o755);
     return fs.openSync(bin, 'r');

@@ -22,7 +22,7 @@ export class WsRelay {
   }
 
   static async start(): Promise<WsRelay> {
-    program ??= compileProgram('relay.c', 'bianbu-relay', 'the WebSocket relay');
+    program ??= compileProgram(['relay.c', 'relay-view.c'], 'bianbu-relay', 'the WebSocket relay');
     // Its socket lives in a directory only the service's user may enter; the relay accepts its parent only.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-relay-'));
     const socketPath = path.join(dir, 'relay.sock');
