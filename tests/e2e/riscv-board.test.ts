@@ -243,4 +243,41 @@ describe.skipIf(SKIP_E2E)('a riscv64 board in the workbench', () => {
         `the whole walk ${Math.round((Date.now() - begun) / 1000)} s`,
     );
   }, 360_000);
+
+  it('saves a snapshot of the board from the palette, lists it in the Snapshots dialog and restores it', async () => {
+    const console_ = new ConsolePage(page, svc.url);
+    await console_.runFromPaletteAsking('snapshot save', 'snapshot.save');
+    await page.keyboard.type('_bianbu_x');
+    await page.keyboard.press('Enter');
+    // A name of the service's own is refused where it is typed.
+    await page.getByTestId('palette-ask-error').filter({ hasText: 'not starting with _bianbu_' }).waitFor();
+    await page.locator('[cmdk-input]').fill('e2e-snap');
+    await page.keyboard.press('Enter');
+    await page
+      .getByTestId('notice')
+      .filter({ hasText: 'Snapshot e2e-snap saved' })
+      .waitFor({ timeout: 60_000 });
+    await console_.runFromPalette('snapshot list', 'snapshot.ls');
+    const dialog = page.getByTestId('snapshots-dialog');
+    await dialog.locator('[data-testid="snapshot-row"][data-name="e2e-snap"]').waitFor();
+    expect(await dialog.getByTestId('snapshot-usage').textContent()).toMatch(/Snapshots cost/);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await console_.runFromPaletteAsking('snapshot restore', 'snapshot.restore');
+    await page.locator('[cmdk-item][data-option="e2e-snap"]').waitFor();
+    await page.keyboard.type('e2e-snap');
+    await page.keyboard.press('Enter');
+    await page
+      .getByTestId('notice')
+      .filter({ hasText: 'riscv-lab restored to e2e-snap' })
+      .waitFor({ timeout: 120_000 });
+    await page.waitForFunction(
+      () =>
+        document
+          .querySelector('[data-testid="workbench-header"] [data-state]')
+          ?.getAttribute('data-state') === 'leased',
+      null,
+      { timeout: 30_000 },
+    );
+  }, 240_000);
 });
