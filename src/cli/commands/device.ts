@@ -1,5 +1,6 @@
 // Board actions on a held board: power reset, load graphs, plugins.
 import { type Command, Option } from 'commander';
+import { fileCalls } from '#shared/files.ts';
 import type { LoadSeries } from '#shared/leases.ts';
 import {
   applyFor,
@@ -15,6 +16,9 @@ import { usage } from '../errors.ts';
 import { formatBytes, printJson, printTable } from '../output.ts';
 
 const SPARKS = '▁▂▃▄▅▆▇█';
+const F = Object.fromEntries(fileCalls.map((c) => [c.name, c])) as {
+  [K in (typeof fileCalls)[number]['name']]: Extract<(typeof fileCalls)[number], { name: K }>;
+};
 
 export function sparkline(values: (number | null)[], width = 40): string {
   const vs = values.slice(-width);
@@ -71,7 +75,11 @@ JSON: {"results": [{"board", "deviceId", "ok", "data"?: {"deviceId", "state"}, "
       const leases = await selectHeld(ctx, refs, { all: o.all });
       const settled = await mapLimit(leases, 4, async (l) => {
         const applyId = await applyFor(ctx, l);
-        return ctx.call(calls.powerReset, { applyId }, { applyId });
+        const done = await ctx.call(calls.powerReset, { applyId }, { applyId });
+        // Back means answering: a riscv64 board boots for a minute after its reset (the call retries
+        // while the service says board.booting); a sandbox board answers at once.
+        await ctx.call(F.fileBrowser, { applyId, path: '/' }, { applyId });
+        return done;
       });
       const results = leases.map((l, i) => toBoardResult(l, settled[i]));
       if (ctx.json) printJson({ results });

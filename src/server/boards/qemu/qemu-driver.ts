@@ -574,6 +574,10 @@ export class QemuDriver implements BoardDriver {
     // A NIC whose stack ended needs a fresh socket pair, which only a new QEMU process takes.
     const nicLost = this.net?.status().state === NetworkState.off && this.net.canRun;
     if (this.machine.running && nicLost) await this.machine.powerOff();
+    // Calls after this one find the board booting (not its old agent, whose connection the reset cuts
+    // whenever QEMU's RESET event lands): `bianbu reset` waits on that for the board to be back.
+    this.setAgent('booting');
+    this.ssh?.dropConnections();
     if (this.machine.running) await this.machine.reset();
     else await this.machine.powerOn();
   }
