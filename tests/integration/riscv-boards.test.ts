@@ -153,8 +153,7 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
   }, 600_000);
 
   it('reaches nothing of the host: a NIC under egress none, no host loopback', async () => {
-    // Its NIC (passt outside the machine) refuses everything under `none`.
-    expect((await sh('ls /sys/class/net')).split('\n')).toEqual(['eth0', 'lo']);
+    // Its NIC (passt outside the machine) refuses everything under `none` (riscv-network.test.ts).
     for (const port of [5432, 6379, Number(new URL(env.url).port)]) {
       const out = await sh(
         `for h in 10.0.2.2 127.0.0.1 192.168.0.1; do timeout 3 bash -c "exec 3<>/dev/tcp/$h/${port}" 2>/dev/null && echo "open $h"; done; echo done`,
