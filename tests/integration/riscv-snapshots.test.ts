@@ -148,6 +148,19 @@ describe('a board disk: a qcow2 overlay over the raw base, its snapshots', () =>
     expect((await d.allSnapshots()).some((s) => s.name === PRE_RESTORE)).toBe(false);
   }, 60_000);
 
+  it('drops a journal that has no overlay left to finish on, and one that names nothing', async () => {
+    const d = newDisk(root, 'stale');
+    fs.writeFileSync(d.journal, JSON.stringify({ target: 'gone', at: new Date().toISOString() }));
+    expect(await d.recover()).toBe('dropped');
+    expect(fs.existsSync(d.journal)).toBe(false);
+    await d.prepare();
+    write(d.dir, 0xaa, 2);
+    fs.writeFileSync(d.journal, 'not json');
+    expect(await d.recover()).toBe('dropped');
+    expect(holds(d.dir, 0xaa, 2)).toBe(true);
+    expect(fs.existsSync(d.journal)).toBe(false);
+  });
+
   it('a restore that fails puts the disk back as it was', async () => {
     const d = newDisk(root, 'fails');
     await d.prepare();
@@ -315,6 +328,16 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
     expect(restore.code, restore.stderr).toBe(0);
     // The CLI waits for the board to boot again.
     expect(await sh('cat /root/snap.txt')).toBe('kept-1');
+    // The snapshot as a private image: a compressed raw disk in the flash catalogue, on the quota.
+    const img = await bianbu(['snapshot', 'image', NAME, 'first', 'snap-first', '--json']);
+    expect(img.code, img.stderr).toBe(0);
+    const made = JSON.parse(img.stdout) as { tag: string; size: number };
+    const cat = JSON.parse((await bianbu(['images', '--json'])).stdout) as {
+      items: { tag: string; format: string; source: string; ownerId: string | null; size: number }[];
+    };
+    const mine = cat.items.find((i) => i.tag === 'snap-first');
+    expect(mine).toMatchObject({ format: 'img.zst', source: 'user', size: made.size });
+    expect(mine?.ownerId).toBeTruthy();
     // A flash is refused while the board holds snapshots.
     const flash = await bianbu(['flash', boardImageTag('minimal'), NAME]);
     expect(flash.code).not.toBe(0);
@@ -396,5 +419,18 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
     expect(
       execFileSync('qemu-img', ['snapshot', '-U', '-l', 'disk.qcow2'], { cwd: boardDir, encoding: 'utf8' }),
     ).not.toMatch(/second/);
+    // Snapshots end with the lease: returning the board puts its default image back, every snapshot
+    // gone with the old overlay (the image saved from one stays the user's).
+    const off = await bianbu(['unlock', NAME, '--yes']);
+    expect(off.code, off.stderr).toBe(0);
+    const snapsLeft = () =>
+      execFileSync('qemu-img', ['snapshot', '-U', '-l', 'disk.qcow2'], { cwd: boardDir, encoding: 'utf8' });
+    for (const deadline = Date.now() + 300_000; /first/.test(snapsLeft()); ) {
+      if (Date.now() > deadline) throw new Error(`snapshots outlived the lease: ${snapsLeft()}`);
+      await new Promise((res) => setTimeout(res, 2000));
+    }
+    expect(snapsLeft().trim()).toBe('');
+    const cat = JSON.parse((await bianbu(['images', '--json'])).stdout) as { items: { tag: string }[] };
+    expect(cat.items.some((i) => i.tag === 'snap-first')).toBe(true);
   }, 900_000);
 });
