@@ -147,6 +147,14 @@ async function main(): Promise<void> {
       const r = await ssh.exec(`bash -c ${shQuote(script)}`, 600_000);
       return `${r.stdout}${r.stderr}`;
     };
+    // The agent answers before udev and networkd are done on a loaded host: wait for DHCP's address.
+    for (
+      const until = Date.now() + 300_000;
+      !/inet \d/.test(await inGuest('ip -4 -o addr show dev eth0 2>/dev/null'));
+    ) {
+      if (Date.now() > until) throw new Error('the board never got its address');
+      await sleep(1000);
+    }
     const procs = boardProcesses();
     console.log(
       `board ${BOARD} (minimal image, 2 harts, TCG) booted; passt pid ${procs.passt}, QEMU pid ${procs.qemu}; ${MIB} MiB per transfer, ${ROUNDS} rounds; load ${os.loadavg()[0].toFixed(2)}`,

@@ -1,6 +1,6 @@
 // A riscv64 board's network policy (issue 36): parsing, defaults, which policy wins, the nftables text,
 // the NIC backend's refusal to run unfiltered, and the machine's NIC arguments.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -301,6 +301,30 @@ describe("a board's NIC backend", () => {
     expect(changes.at(-1)).toBe('stopped');
   });
 
+  it("hands passt a blocking socket: the shell before it clears the pair's O_NONBLOCK", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-pair-'));
+    const [a, b] = await socketPair(dir);
+    const argv = passtArgv(process.getuid?.() ?? 0, '', 3);
+    // The same shell text, then a look at the descriptor's flags instead of setpriv and passt.
+    const p = spawn(
+      argv[0],
+      [argv[1], argv[2], argv[3], '/bin/sh', '-c', 'grep ^flags /proc/self/fdinfo/3'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit', b],
+      },
+    );
+    a.destroy();
+    b.destroy();
+    let out = '';
+    p.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    await new Promise((r) => p.once('close', r));
+    const flags = Number.parseInt(/flags:\s+(\d+)/.exec(out)?.[1] ?? 'x', 8);
+    expect(Number.isNaN(flags)).toBe(false);
+    expect(flags & 0o4000).toBe(0);
+  });
+
   it('makes a connected pair of stream sockets and leaves no socket file behind', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-pair-'));
     const [a, b] = await socketPair(dir);
@@ -316,6 +340,8 @@ describe("a board's NIC backend", () => {
     const argv = passtArgv(1_000_000_000, "echo $$ > '/sys/fs/cgroup/x/cgroup.procs' || exit 125; ", 3);
     expect(argv.slice(0, 2)).toEqual(['/bin/sh', '-c']);
     expect(argv[2]).toContain('cgroup.procs');
+    // Its socket blocks (Node's are non-blocking; passt completes partial frames with blocking calls).
+    expect(argv[2]).toContain('~O_NONBLOCK');
     expect(argv).toEqual(
       expect.arrayContaining(['--reuid=1000000000', '--regid=1000000000', '--no-new-privs']),
     );

@@ -124,13 +124,25 @@ export function passtArgs(fd: number): string[] {
   return [PASST_BINARY, '-f', '-q', '--one-off', '-F', String(fd), '-t', 'none', '-u', 'none', '--no-map-gw'];
 }
 
-/** The whole argv: cgroups joined, the board's uid without capabilities, then passt. */
+/**
+ * Clears O_NONBLOCK on descriptor `fd`. The pair comes from Node, whose sockets are non-blocking, and
+ * the flag belongs to the open socket, so passt would inherit it; passt's `-F` descriptor must block:
+ * it completes a frame the socket took only part of (a full send buffer, a slow guest) with a
+ * blocking send or recv, and on a non-blocking socket that gets EAGAIN, the length-prefixed stream
+ * loses its framing and QEMU drops the link (seen under load: apt-get stalled, passt ended). Perl is
+ * Debian's essential perl-base.
+ */
+function blockingFd(fd: number): string {
+  return `/usr/bin/perl -MFcntl -e 'open(my $s, "+<&=${fd}") or exit 1; fcntl($s, F_SETFL, fcntl($s, F_GETFL, 0) & ~O_NONBLOCK) or exit 1' || exit 125; `;
+}
+
+/** The whole argv: cgroups joined, passt's socket made blocking, the board's uid without capabilities, then passt. */
 export function passtArgv(uid: number, cgroupJoin: string, fd: number): string[] {
   const id = String(uid);
   return [
     '/bin/sh',
     '-c',
-    `cd / || exit 125; ${cgroupJoin}exec "$@"`,
+    `cd / || exit 125; ${cgroupJoin}${blockingFd(fd)}exec "$@"`,
     'bianbu-passt',
     '/usr/bin/setpriv',
     `--reuid=${id}`,
