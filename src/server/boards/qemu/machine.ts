@@ -310,6 +310,8 @@ export class Machine extends EventEmitter {
   private netns: number | null = null;
   /** The screen's relays open now, one per viewer: ended with the machine. */
   private readonly screens = new Set<Duplex>();
+  /** The last power-on found no sandbox to take the network namespace of: no screen until the next. */
+  private screenless = false;
   private qmp: Qmp | null = null;
   private serial: net.Socket | null = null;
   private serialL: Listener | null = null;
@@ -402,6 +404,7 @@ export class Machine extends EventEmitter {
       });
       if (this.spec.sandbox) {
         this.netns = openNetns(proc.pid!);
+        this.screenless = this.netns === null;
         if (this.netns === null)
           this.spec.log?.('the board machine has no screen: its sandbox was not found');
       }
@@ -462,8 +465,11 @@ export class Machine extends EventEmitter {
    * ends when the viewer or the machine does.
    */
   async connectScreen(): Promise<Duplex> {
-    if (!this.running) throw new DriverError('board.booting', 'The machine is not running yet');
-    if (this.netns === null) throw new DriverError('capability.unsupported', 'This machine has no screen');
+    if (this.screenless || !this.spec.sandbox)
+      throw new DriverError('capability.unsupported', 'This machine has no screen');
+    // Off, or still starting (its namespace is taken once the monitor answers): soon.
+    if (!this.running || this.netns === null)
+      throw new DriverError('board.booting', 'The machine is not running yet');
     const s = await connectScreen(this.netns);
     if (!this.running) {
       s.destroy();

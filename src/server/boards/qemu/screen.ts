@@ -21,6 +21,9 @@
 // - QMP `add_client` with a socketpair end passed by SCM_RIGHTS (no network at all): Node cannot send
 //   descriptors over a unix socket, so it would need a helper holding the monitor: more moving parts
 //   for the same guarantee.
+// - bubblewrap's `--info-fd` for the child's pid: it says the same as the host's
+//   /proc/<bubblewrap>/task/<bubblewrap>/children, but takes a descriptor of the spawn's, whose numbers
+//   the disk's and the NIC's already take; the kernel's list needs nothing of the launch.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
