@@ -56,8 +56,6 @@ export const SnapshotErrorKey = {
   nameTaken: 'snapshot.name_taken',
   /** The board holds SNAPSHOT_LIMITS.perBoard snapshots. */
   tooMany: 'snapshot.too_many',
-  /** A flash onto a board that holds snapshots: delete them (or export them as images) first. */
-  flashBlocked: 'snapshot.flash_blocked',
   /** The disk operation failed; the board's disk is as it was. */
   failed: 'snapshot.failed',
 } as const;

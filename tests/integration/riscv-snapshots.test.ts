@@ -44,13 +44,13 @@ function newDisk(root: string, name: string, baseMib = 64): BoardDisk {
 }
 
 /** Runs a restore in a process of its own, killed with SIGKILL at `at`. */
-async function restoreKilledAt(dir: string, target: string, at: string): Promise<void> {
+async function restoreKilledAt(dir: string, target: string, at: string, epoch?: number): Promise<void> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', path.join(import.meta.dirname, 'helpers', 'restore-then-die.ts')],
     {
       cwd: process.cwd(),
-      env: { ...process.env, BIANBU_CRASH_RESTORE: JSON.stringify({ dir, target, at }) },
+      env: { ...process.env, BIANBU_CRASH_RESTORE: JSON.stringify({ dir, target, at, epoch }) },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
@@ -198,6 +198,112 @@ describe('a board disk: a qcow2 overlay over the raw base, its snapshots', () =>
     expect(holds(d.dir, 0x22, 2)).toBe(true);
   });
 
+  /** A flash as the driver does it: a new base (0x22 over its first MiB) and its overlay, then the swap. */
+  async function flashNew(d: BoardDisk, keep: boolean): Promise<void> {
+    fs.writeFileSync(`${d.base}.next`, Buffer.alloc(64 * MIB));
+    const fd = fs.openSync(`${d.base}.next`, 'r+');
+    fs.writeSync(fd, Buffer.alloc(MIB, 0x22), 0, MIB, 0);
+    fs.closeSync(fd);
+    await d.createOverlay(`${d.overlay}.next`, 64 * MIB);
+    d.commitFlash(keep);
+  }
+
+  it('a flash keeps the snapshots of the disk it replaces in an epoch; restoring one makes it current', async () => {
+    const d = newDisk(root, 'epochs');
+    await d.prepare();
+    write(d.dir, 0xaa, 2);
+    await d.create('e0');
+    await flashNew(d, true);
+    expect(d.currentEpoch()).toBe(1);
+    expect(d.epochs()).toEqual([0]);
+    expect(holds(d.dir, 0x22, 0)).toBe(true);
+    expect(holds(d.dir, 0, 2)).toBe(true);
+    expect((await d.everySnapshot()).map((x) => [x.name, x.epoch])).toEqual([['e0', 0]]);
+    // The new disk holds no snapshot: restoring the old epoch's removes it.
+    write(d.dir, 0xcc, 4);
+    await d.restoreFrom(0, 'e0');
+    expect(d.currentEpoch()).toBe(0);
+    expect(d.epochs()).toEqual([]);
+    expect(holds(d.dir, 0x11, 0)).toBe(true);
+    expect(holds(d.dir, 0xaa, 2)).toBe(true);
+    expect(fs.existsSync(d.journal)).toBe(false);
+    // Flashed again, and a snapshot on the new disk: restoring the old one keeps the new one's epoch.
+    await flashNew(d, true);
+    write(d.dir, 0xdd, 4);
+    await d.create('e1');
+    const e1 = d.currentEpoch();
+    await d.restoreFrom(0, 'e0');
+    expect(holds(d.dir, 0xaa, 2)).toBe(true);
+    expect((await d.everySnapshot()).map((x) => [x.name, x.epoch]).sort()).toEqual([
+      ['e0', 0],
+      ['e1', e1],
+    ]);
+    expect(await d.chargedBytes()).toBeGreaterThan(64 * MIB);
+    // And back: the newer epoch's snapshot, its data over its own base.
+    await d.restoreFrom(e1, 'e1');
+    expect(holds(d.dir, 0x22, 0)).toBe(true);
+    expect(holds(d.dir, 0xdd, 4)).toBe(true);
+    // An epoch left without snapshots goes.
+    await d.removeIn(0, 'e0');
+    expect(d.epochs()).toEqual([]);
+    // A flash over a disk without snapshots keeps nothing.
+    await d.remove('e1');
+    await flashNew(d, false);
+    expect(d.epochs()).toEqual([]);
+  });
+
+  it('an older epoch restore killed at each step finishes at the next start, nothing lost', async () => {
+    for (const at of ['journal', 'moved', 'applied']) {
+      const d = newDisk(root, `epoch-kill-${at}`);
+      await d.prepare();
+      write(d.dir, 0xaa, 2);
+      await d.create('old');
+      await flashNew(d, true);
+      write(d.dir, 0xbb, 4);
+      await d.create('new');
+      await restoreKilledAt(d.dir, 'old', at, 0);
+      expect(fs.existsSync(d.journal)).toBe(true);
+      await d.prepare();
+      expect(await d.recover()).toBe('restored');
+      expect(holds(d.dir, 0x11, 0)).toBe(true);
+      expect(holds(d.dir, 0xaa, 2)).toBe(true);
+      expect(d.currentEpoch()).toBe(0);
+      expect((await d.everySnapshot()).map((x) => [x.name, x.epoch]).sort()).toEqual([
+        ['new', 1],
+        ['old', 0],
+      ]);
+      // The newer epoch is whole: its snapshot restores.
+      await d.restoreFrom(1, 'new');
+      expect(holds(d.dir, 0xbb, 4)).toBe(true);
+    }
+  }, 120_000);
+
+  it('a flash swap killed while the old pair moves into its epoch is undone, or finished once it moved', async () => {
+    const d = newDisk(root, 'epoch-flash');
+    await d.prepare();
+    write(d.dir, 0xaa, 2);
+    await d.create('s');
+    // The overlay moved, the base not yet: undone.
+    fs.writeFileSync(`${d.base}.next`, Buffer.alloc(64 * MIB, 0x22));
+    await d.createOverlay(`${d.overlay}.next`, 64 * MIB);
+    fs.mkdirSync(d.epochDir(0), { recursive: true });
+    fs.renameSync(d.overlay, path.join(d.epochDir(0), 'disk.qcow2'));
+    await d.prepare();
+    expect(holds(d.dir, 0xaa, 2)).toBe(true);
+    expect(d.epochs()).toEqual([]);
+    expect(d.currentEpoch()).toBe(0);
+    // Both moved, not committed: the flash goes forward, the old pair is epoch 0.
+    fs.writeFileSync(`${d.base}.next`, Buffer.alloc(64 * MIB, 0x22));
+    await d.createOverlay(`${d.overlay}.next`, 64 * MIB);
+    fs.mkdirSync(d.epochDir(0), { recursive: true });
+    fs.renameSync(d.overlay, path.join(d.epochDir(0), 'disk.qcow2'));
+    fs.renameSync(d.base, path.join(d.epochDir(0), 'disk.img'));
+    await d.prepare();
+    expect(holds(d.dir, 0x22, 2)).toBe(true);
+    expect(d.currentEpoch()).toBe(1);
+    expect((await d.everySnapshot()).map((x) => [x.name, x.epoch])).toEqual([['s', 0]]);
+  });
+
   it('exports a snapshot as a raw disk: the snapshot over its base, not the disk as it is now', async () => {
     const d = newDisk(root, 'export');
     await d.prepare();
@@ -338,10 +444,21 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
     const mine = cat.items.find((i) => i.tag === 'snap-first');
     expect(mine).toMatchObject({ format: 'img.zst', source: 'user', size: made.size });
     expect(mine?.ownerId).toBeTruthy();
-    // A flash is refused while the board holds snapshots.
-    const flash = await bianbu(['flash', boardImageTag('minimal'), NAME]);
-    expect(flash.code).not.toBe(0);
-    expect(flash.stderr).toMatch(/snapshot\.flash_blocked/);
+    // A flash keeps the snapshots: the disk it replaces becomes an older epoch, still restorable.
+    const flash = await bianbu(['flash', boardImageTag('minimal'), NAME, '--wait']);
+    expect(flash.code, flash.stderr).toBe(0);
+    expect(await sh('test -e /root/snap.txt && echo yes || echo no')).toBe('no');
+    const after = JSON.parse((await bianbu(['snapshot', 'ls', NAME, '--json'])).stdout) as {
+      items: { name: string }[];
+    };
+    expect(after.items.map((i) => i.name)).toEqual(['first']);
+    expect(fs.readdirSync(path.join(boardDir, 'epochs'))).toEqual(['0']);
+    const back = await bianbu(['snapshot', 'restore', NAME, 'first']);
+    expect(back.code, back.stderr).toBe(0);
+    expect(await sh('cat /root/snap.txt')).toBe('kept-1');
+    // The flashed disk held no snapshot: it went; the first epoch is current again.
+    expect(fs.readdirSync(path.join(boardDir, 'epochs'))).toEqual([]);
+    expect(fs.readFileSync(path.join(boardDir, 'epoch'), 'utf8').trim()).toBe('0');
   }, 900_000);
 
   it('with a sequence: snapshot save, delete, snapshot restore, the file is back', async () => {
@@ -430,6 +547,7 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
       await new Promise((res) => setTimeout(res, 2000));
     }
     expect(snapsLeft().trim()).toBe('');
+    expect(fs.existsSync(path.join(boardDir, 'epochs'))).toBe(false);
     const cat = JSON.parse((await bianbu(['images', '--json'])).stdout) as { items: { tag: string }[] };
     expect(cat.items.some((i) => i.tag === 'snap-first')).toBe(true);
   }, 900_000);

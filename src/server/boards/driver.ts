@@ -141,8 +141,8 @@ export interface FlashOptions {
  * Names are checked by the caller (src/shared/snapshots.ts); the service's own names never reach here.
  */
 export interface BoardSnapshots {
-  /** The users' snapshots, oldest first. */
-  list(): Promise<{ name: string; createdAt: Date }[]>;
+  /** The users' snapshots, with the epoch (flash) of the disk each belongs to. */
+  list(): Promise<{ name: string; createdAt: Date; epoch?: number }[]>;
   /** Saves the disk as it is now (the guest asked to sync first); `snapshot.name_taken` if it exists. */
   save(name: string): Promise<void>;
   /** Powers the board off, puts its disk back to the snapshot, atomically, and boots it. */

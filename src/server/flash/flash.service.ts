@@ -34,7 +34,6 @@ import {
 } from '#shared/flash.ts';
 import { LeaseErrorKey } from '#shared/leases.ts';
 import { ShellCloseReason } from '#shared/realtime.ts';
-import { SnapshotErrorKey } from '#shared/snapshots.ts';
 import {
   failureOf,
   JOB_SELECT,
@@ -224,13 +223,6 @@ export class FlashService {
         'This board cannot be flashed (no flash command configured)',
       );
     }
-    // Flashes keep no snapshots (docs/riscv-snapshots.md): a board that holds some says so at once.
-    const held = driver?.snapshots ? await driver.snapshots.list().catch(() => []) : [];
-    if (held.length)
-      throw conflict(
-        `The board holds ${held.length} snapshot(s): delete them (or save them as images) before flashing`,
-        SnapshotErrorKey.flashBlocked,
-      );
     if (board.state === 'flashing')
       throw conflict('The board is already being flashed', FlashErrorKey.alreadyFlashing);
     if (board.state !== 'leased')

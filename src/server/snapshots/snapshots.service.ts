@@ -33,8 +33,7 @@ export function snapshotFailure(err: unknown): AppError {
     if (err.key === 'capability.unsupported')
       return new AppError(501, ResultCode.NotImplementedByDriver, err.key, err.message);
     if (err.key === SnapshotErrorKey.notFound) return notFound(err.message, err.key);
-    if (err.key === SnapshotErrorKey.nameTaken || err.key === SnapshotErrorKey.flashBlocked)
-      return conflict(err.message, err.key);
+    if (err.key === SnapshotErrorKey.nameTaken) return conflict(err.message, err.key);
     if (['board.offline', 'board.not_running', 'driver.timeout'].includes(err.key))
       return new AppError(503, ResultCode.Unavailable, err.key, err.message);
     return new AppError(500, ResultCode.ServerError, err.key, err.message);
@@ -182,12 +181,14 @@ export class SnapshotService {
     } catch (err) {
       throw snapshotFailure(err);
     }
+    // The epoch (flash) of the disk it belongs to: a later flash keeps it restorable.
+    const epoch = (await snaps.list().catch(() => [])).find((s) => s.name === name)?.epoch ?? 0;
     const [row] = await this.db.query<SnapshotRow>(
-      `insert into board_snapshots (board_id, name, lease_id, created_by, created_at) values ($1, $2, $3, $4, now())
+      `insert into board_snapshots (board_id, name, lease_id, created_by, created_at, epoch) values ($1, $2, $3, $4, now(), $5)
        on conflict (board_id, name) do update set lease_id = excluded.lease_id, created_by = excluded.created_by,
-         created_at = excluded.created_at
+         created_at = excluded.created_at, epoch = excluded.epoch
        returning name, created_by, created_at`,
-      [apply.deviceId, name, apply.leaseId, apply.userId],
+      [apply.deviceId, name, apply.leaseId, apply.userId, epoch],
     );
     await this.charge(apply, snaps);
     return { name: row.name, createdAt: new Date(row.created_at).toISOString(), createdBy: row.created_by };

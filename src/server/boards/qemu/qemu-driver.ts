@@ -657,14 +657,15 @@ export class QemuDriver implements BoardDriver {
       onProgress({ phase: 'verifying', percent: 100, bytesDone: written.bytes, bytesTotal: written.bytes });
       if (opts.signal?.aborted) throw new DriverError('flash.cancelled', 'Cancelled');
       await this.disk.exclusive(async () => {
-        if (!dropSnapshots) await this.refuseWithSnapshots();
+        // Snapshots of the disk a flash replaces stay restorable: its pair becomes an older epoch.
+        const keep = !dropSnapshots && (await this.disk.snapshots()).length > 0;
         // The new overlay first, then the base's rename commits (snapshot-disk.ts, prepare()).
         await this.disk.createOverlay(`${this.disk.overlay}.next`, written.bytes);
         const wasOn = this.machine?.running ?? false;
         await this.machine?.powerOff();
-        fs.renameSync(next, this.diskFile);
-        fs.renameSync(`${this.disk.overlay}.next`, this.disk.overlay);
-        fs.rmSync(this.disk.journal, { force: true });
+        this.disk.commitFlash(keep);
+        // The lease's end (the default image back): every older epoch goes too.
+        if (dropSnapshots) this.disk.dropEpochs();
         this.afterSwap(image, opts);
         if (wasOn) await this.machine?.powerOn();
       });
@@ -687,20 +688,10 @@ export class QemuDriver implements BoardDriver {
   // ---- snapshots (snapshot-disk.ts; docs/riscv-snapshots.md) -----------------------------------
 
   readonly snapshots: BoardSnapshots = {
-    list: async () => {
-      // While the machine runs QEMU writes the snapshot table: ask it; else read the file.
-      if (!this.machine?.running) return this.disk.snapshots();
-      const nodes = await this.machine.query<
-        { 'node-name'?: string; image?: { snapshots?: { name: string; 'date-sec': number }[] } }[]
-      >('query-named-block-nodes', { flat: true });
-      const node = nodes.find((n) => n['node-name'] === DISK_NODE);
-      return (node?.image?.snapshots ?? [])
-        .filter((x) => !x.name.startsWith('_bianbu_'))
-        .map((x) => ({ name: x.name, createdAt: new Date(x['date-sec'] * 1000) }));
-    },
+    list: async () => this.disk.everySnapshot(await this.currentSnapshots()),
     save: (name) =>
       this.disk.exclusive(async () => {
-        if ((await this.disk.allSnapshots()).some((x) => x.name === name))
+        if ((await this.disk.allSnapshots()).some((x) => x.name === name) || (await this.disk.epochOf(name)) !== null)
           throw new DriverError('snapshot.name_taken', `The board has a snapshot named ${name}`);
         if (!this.machine?.running) return this.disk.create(name);
         await this.guestSync();
@@ -708,20 +699,23 @@ export class QemuDriver implements BoardDriver {
       }),
     restore: (name) =>
       this.disk.exclusive(async () => {
-        if (!(await this.disk.snapshots()).some((x) => x.name === name))
-          throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
+        const epoch = await this.disk.epochOf(name);
+        if (epoch === null) throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
         await this.machine?.powerOff();
         try {
-          await this.disk.restore(name);
+          if (epoch === this.disk.currentEpoch()) await this.disk.restore(name);
+          else await this.disk.restoreFrom(epoch, name);
         } finally {
           // The board boots again either way: into the snapshot, or (a failure) as it was.
+          this.readImageTag();
           if (!this.stopped) await this.machine?.powerOn();
         }
       }),
     remove: (name) =>
       this.disk.exclusive(async () => {
-        if (!(await this.disk.snapshots()).some((x) => x.name === name))
-          throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
+        const epoch = await this.disk.epochOf(name);
+        if (epoch === null) throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
+        if (epoch !== this.disk.currentEpoch()) return this.disk.removeIn(epoch, name);
         if (this.machine?.running)
           await this.machine.query(
             'blockdev-snapshot-delete-internal-sync',
@@ -732,13 +726,37 @@ export class QemuDriver implements BoardDriver {
       }),
     exportRaw: (name, out) =>
       this.disk.exclusive(async () => {
-        if (!(await this.disk.snapshots()).some((x) => x.name === name))
-          throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
-        await this.disk.exportRaw(name, out);
+        const epoch = await this.disk.epochOf(name);
+        if (epoch === null) throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
+        await this.disk.exportRaw(
+          name,
+          out,
+          epoch === this.disk.currentEpoch() ? this.disk.dir : this.disk.epochDir(epoch),
+        );
       }),
-    chargedBytes: async () => ((await this.disk.snapshots()).length ? this.disk.allocatedBytes() : 0),
+    chargedBytes: async () => this.disk.chargedBytes(await this.currentSnapshots()),
     diskBytes: async () => this.disk.allocatedBytes(),
   };
+
+  /** The current epoch's user snapshots: from QEMU while it runs (it writes the table), else the file. */
+  private async currentSnapshots(): Promise<{ name: string; createdAt: Date }[]> {
+    if (!this.machine?.running) return this.disk.snapshots();
+    const nodes = await this.machine.query<
+      { 'node-name'?: string; image?: { snapshots?: { name: string; 'date-sec': number }[] } }[]
+    >('query-named-block-nodes', { flat: true });
+    const node = nodes.find((n) => n['node-name'] === DISK_NODE);
+    return (node?.image?.snapshots ?? [])
+      .filter((x) => !x.name.startsWith('_bianbu_'))
+      .map((x) => ({ name: x.name, createdAt: new Date(x['date-sec'] * 1000) }));
+  }
+
+  /** Which image the disk holds now (an older epoch's after its restore), for the catalogue. */
+  private readImageTag(): void {
+    try {
+      const tag = fs.readFileSync(`${this.diskFile}.image`, 'utf8').trim();
+      if (tag) this.setFacts({ image: tag });
+    } catch {}
+  }
 
   /** Best effort: the guest writes its page cache out before a snapshot (a crash-consistent disk else). */
   private async guestSync(): Promise<void> {
@@ -746,20 +764,10 @@ export class QemuDriver implements BoardDriver {
     await withTimeout(this.ssh.exec('sync', 15_000), 15_000, 'guest sync').catch(() => {});
   }
 
-  /** A flash keeps no snapshots (docs/riscv-snapshots.md): it waits until the board has none. */
-  private async refuseWithSnapshots(): Promise<void> {
-    const n = (await this.disk.snapshots()).length;
-    if (n)
-      throw new DriverError(
-        'snapshot.flash_blocked',
-        `The board holds ${n} snapshot(s): delete them (or save them as images) before flashing`,
-      );
-  }
 
   async flash(image: string, onProgress: (p: FlashProgress) => void, opts: FlashOptions = {}): Promise<void> {
     if (opts.format && imageKind(opts.format) !== 'disk')
       throw new DriverError('flash.image_invalid', 'A riscv64 board is flashed with a raw disk image');
-    await this.refuseWithSnapshots();
     onProgress({ phase: 'preparing', percent: 100 });
     await this.replaceDisk(image, onProgress, opts);
     if (!this.machine?.running) await this.machine?.powerOn();
