@@ -691,7 +691,10 @@ export class QemuDriver implements BoardDriver {
     list: async () => this.disk.everySnapshot(await this.currentSnapshots()),
     save: (name) =>
       this.disk.exclusive(async () => {
-        if ((await this.disk.allSnapshots()).some((x) => x.name === name) || (await this.disk.epochOf(name)) !== null)
+        if (
+          (await this.disk.allSnapshots()).some((x) => x.name === name) ||
+          (await this.disk.epochOf(name)) !== null
+        )
           throw new DriverError('snapshot.name_taken', `The board has a snapshot named ${name}`);
         if (!this.machine?.running) return this.disk.create(name);
         await this.guestSync();
@@ -763,7 +766,6 @@ export class QemuDriver implements BoardDriver {
     if (this.agent !== 'ready' || !this.ssh) return;
     await withTimeout(this.ssh.exec('sync', 15_000), 15_000, 'guest sync').catch(() => {});
   }
-
 
   async flash(image: string, onProgress: (p: FlashProgress) => void, opts: FlashOptions = {}): Promise<void> {
     if (opts.format && imageKind(opts.format) !== 'disk')
