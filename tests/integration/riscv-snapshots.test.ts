@@ -71,8 +71,13 @@ async function restoreKilledAt(dir: string, target: string, at: string, epoch?: 
 }
 
 describe('a board disk: a qcow2 overlay over the raw base, its snapshots', () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-snapdisk-'));
-  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+  let root = '';
+  beforeAll(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-snapdisk-'));
+  });
+  afterAll(() => {
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  });
 
   it('gives a raw-only board dir its overlay, saves, restores and deletes snapshots', async () => {
     const d = newDisk(root, 'basic');
@@ -362,10 +367,11 @@ function startService(o: { dataDir: string; labFile: string; quotaMb?: number })
 }
 
 describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service killed mid-restore', () => {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-snap-'));
-  const dataDir = path.join(work, 'data');
-  const labFile = path.join(work, 'lab.yaml');
-  const boardDir = path.join(dataDir, 'boards', BOARD);
+  // Made in beforeAll: a run filtered to other tests leaves no directory behind.
+  let work = '';
+  let dataDir = '';
+  let labFile = '';
+  let boardDir = '';
   let svc: Service | null = null;
   let env: CliEnv;
   const bianbu = (args: string[], timeoutMs = 600_000) => runCli(env, args, { timeoutMs });
@@ -376,6 +382,10 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
   }
 
   beforeAll(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-snap-'));
+    dataDir = path.join(work, 'data');
+    labFile = path.join(work, 'lab.yaml');
+    boardDir = path.join(dataDir, 'boards', BOARD);
     if (!new BoardImages(IMAGES).find(boardImageTag('minimal')))
       throw new Error(`the minimal board image is missing in ${IMAGES} (scripts/board-images/build.sh)`);
     fs.writeFileSync(
@@ -409,7 +419,7 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
       await Promise.race([svc.exited, new Promise((r) => setTimeout(r, 20_000))]);
       svc.child.kill('SIGKILL');
     }
-    fs.rmSync(work, { recursive: true, force: true });
+    if (work) fs.rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
   it('with the CLI: a file written, saved, deleted and restored is there again', async () => {
