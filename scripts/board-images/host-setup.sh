@@ -10,9 +10,10 @@
 set -euo pipefail
 
 # Run the boards: QEMU, its firmware (OpenSBI) and boot loader (U-Boot), the sandbox, the decompressors
-# of flashed images. Build the images: mmdebstrap and qemu-user for a foreign root, e2fsprogs and fdisk
-# for the disk, zstd for the archive.
-packages=(qemu-system-misc opensbi u-boot-qemu bubblewrap zstd xz-utils
+# of flashed images, qemu-img for the disks' qcow2 overlays and snapshots, passt (each board's network
+# stack) and nftables (the rules that keep a board's network off the host). Build the images:
+# mmdebstrap and qemu-user for a foreign root, e2fsprogs and fdisk for the disk, zstd for the archive.
+packages=(qemu-system-misc opensbi u-boot-qemu bubblewrap zstd xz-utils qemu-utils passt nftables
 	mmdebstrap arch-test qemu-user-static binfmt-support e2fsprogs fdisk)
 
 missing=()
