@@ -67,7 +67,13 @@ export function treeOf(applyId: string): TreeState {
 /** How often a folder is asked for again while its board is still booting. */
 const BOOTING_RETRY_MS = 3000;
 
-export async function loadFolder(applyId: string, path: string): Promise<void> {
+/**
+ * How many times a listing that got no answer in time is asked again before the tree says so: a board
+ * under emulation on a busy host can take longer than a call's 5 s for its first listing after a boot.
+ */
+const TIMEOUT_RETRIES = 3;
+
+export async function loadFolder(applyId: string, path: string, attempt = 0): Promise<void> {
   const tree = treeOf(applyId);
   const seq = ++seqCounter;
   const previous = dataOf(tree.folders[path]);
@@ -80,6 +86,11 @@ export async function loadFolder(applyId: string, path: string): Promise<void> {
     tree.folders[path] = { status: 'ok', seq, data: res.entries };
   } catch (err) {
     if ((tree.folders[path] as { seq?: number } | undefined)?.seq !== seq) return;
+    // Listing is safe to ask again: a timed-out one is, quietly (the folder stays loading).
+    if (err instanceof ApiError && err.key === 'request.timeout' && attempt < TIMEOUT_RETRIES) {
+      void loadFolder(applyId, path, attempt + 1);
+      return;
+    }
     tree.folders[path] = { status: 'failed', seq, error: errorText(err), previous };
     // A riscv64 board still booting answers at once that it is, and the live refresh (live.ts) only
     // re-lists folders already shown: ask again until its agent answers, unless something else has
