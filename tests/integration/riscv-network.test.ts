@@ -356,8 +356,10 @@ describe('a riscv64 board on a network under an administrator policy, attacked f
   }, 300_000);
 
   it("reaches a port of the board only through its agent (the holder's path), none through the network", async () => {
+    // sshd returns as it daemonizes; on a loaded host it may listen a moment later: wait for the port.
     await guest(
-      'mkdir -p /run/sshd && /usr/sbin/sshd -p 2222 -o ListenAddress=127.0.0.1 -o PidFile=/run/sshd-2222.pid',
+      'mkdir -p /run/sshd && /usr/sbin/sshd -p 2222 -o ListenAddress=127.0.0.1 -o PidFile=/run/sshd-2222.pid && ' +
+        'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/2222) 2>/dev/null && exit 0; sleep 0.2; done; exit 1',
     );
     const s = await driver().connectPort(2222);
     const banner = await new Promise<string>((resolve) =>
