@@ -428,9 +428,12 @@ describe('a riscv64 board on a network under an administrator policy, attacked f
   it('ends the stack with the machine, a fresh one each power-on, and the rules with the board', async () => {
     const first = passtProcess()!;
     await driver().powerOff();
-    await until('passt to end with the machine', () => passtProcess() === null, 15_000);
+    await until('passt to end with the machine', () => passtProcess() === null, 60_000);
     expect((await api('GET')).data.state).toBe('stopped');
     await driver().powerOn();
+    // The stack is started through setpriv, which becomes passt once it has exec'd: on a loaded host a
+    // moment after the machine runs.
+    await until('passt to run for the new machine', () => passtProcess() !== null, 60_000);
     const second = passtProcess();
     expect(second).not.toBeNull();
     expect(second!.pid).not.toBe(first.pid);
