@@ -9,6 +9,8 @@ export default defineConfig({
           name: 'integration',
           sequence: { groupOrder: 1 },
           include: ['tests/integration/**/*.test.ts'],
+          // riscv64 boards under QEMU (TCG) have a project of their own, below.
+          exclude: ['tests/integration/riscv-*.test.ts'],
           testTimeout: 60_000,
           // Building an app with a real lab (boards booted, PGlite migrated) took over 60 s on a loaded
           // machine: a set-up is not a timing assertion.
@@ -21,8 +23,23 @@ export default defineConfig({
       },
       {
         test: {
-          name: 'e2e',
+          // Real riscv64 boards: each file boots QEMU machines that take a core each under TCG. One file
+          // at a time, so that two files' machines do not halve each other's speed on a 2-core host
+          // (four at once made boots, DHCP and exec'ing slow enough to race the tests' waits).
+          name: 'integration-riscv',
           sequence: { groupOrder: 2 },
+          include: ['tests/integration/riscv-*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          pool: 'forks',
+          fileParallelism: false,
+          env: { BIANBU_RISCV_BOARDS: '0' },
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          sequence: { groupOrder: 3 },
           include: ['tests/e2e/**/*.test.ts'],
           testTimeout: 90_000,
           hookTimeout: 180_000,

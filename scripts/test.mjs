@@ -13,6 +13,8 @@ const steps = [
   ['cli bundle', 'node', ['scripts/build-cli.mjs'], {}],
   ['unit', 'npx', ['vitest', 'run', '--project', 'unit'], {}],
   ['integration (PGlite)', 'npx', ['vitest', 'run', '--project', 'integration'], { DATABASE_URL: '' }],
+  // riscv64 boards under QEMU, one file at a time (vitest.config.ts): they never open PostgreSQL.
+  ['integration riscv64', 'npx', ['vitest', 'run', '--project', 'integration-riscv'], { DATABASE_URL: '' }],
 ];
 // Suites that never open the service's storage (drivers, sandboxes, the SFTP pipe) or pin PGlite on
 // purpose (a crashed service's data directory) gain nothing from a second pass on PostgreSQL.
