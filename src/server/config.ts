@@ -51,6 +51,19 @@ const configSchema = z.object({
   BIANBU_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
   BIANBU_BODY_LIMIT: z.coerce.number().int().min(1024).default(1_048_576),
   BIANBU_LAB_FILE: z.string().optional(),
+  /**
+   * Whether this instance runs boards itself (its lab file or the default lab). 0: it runs none and
+   * serves the boards of board hosts that dial in (docs/board-hosts.md), as any other instance does.
+   */
+  BIANBU_LOCAL_BOARDS: bool.default(true),
+  /**
+   * Where board hosts reach this instance itself (e.g. https://10.0.0.2:8443) when several instances
+   * serve one farm: each host holds a link to every instance so any of them reaches any board.
+   */
+  BIANBU_INSTANCE_URL: z.string().url('must be an absolute URL such as https://10.0.0.2:8443').optional(),
+  /** PEM certificate and key: the service serves HTTPS (and board hosts' links over TLS) itself. */
+  BIANBU_TLS_CERT: z.string().min(1).optional(),
+  BIANBU_TLS_KEY: z.string().min(1).optional(),
   BIANBU_ALLOW_UNSANDBOXED: bool.default(false),
   /** Host directory of board plugin executables (default <data dir>/plugins). */
   BIANBU_PLUGINS_DIR: z.string().min(1).optional(),
@@ -110,13 +123,24 @@ const configSchema = z.object({
   ),
   /**
    * Port of the second listener that serves the /code/ proxy to boards' code-servers on an origin of
-   * its own (board JavaScript never runs on the console's origin). Unset: no code proxy, the code
+   * its own (board JavaScript never runs on the console's origin). Unset: the console's PORT + 1
+   * (8081), or any free port when that one is taken or PORT is 0. `off`: no code proxy, the code
    * window offers the built-in editor. 0: any free port (tests).
    */
   BIANBU_CODE_PORT: z.preprocess(
     (v) => (v === '' ? undefined : v),
-    z.coerce.number().int().min(0).max(65535).optional(),
+    z
+      .union([z.literal('off'), z.coerce.number().int().min(0).max(65535)], {
+        error: 'must be a port number (0: any free port) or off',
+      })
+      .optional(),
   ),
+  /**
+   * `auto`: a start as root that finds no code-server under BIANBU_CODE_SERVER_DIR installs it in the
+   * background (scripts/install-code-server.sh, about a minute; its steps in the log), and the code
+   * window says so meanwhile. `off`: never.
+   */
+  BIANBU_CODE_SERVER_INSTALL: z.enum(['auto', 'off']).default('auto'),
   /**
    * The host's code-server install (scripts/install-code-server.sh), which local boards start inside
    * themselves on the code window's first use. Must be under /usr (the tree boards see); empty: none,
@@ -186,5 +210,12 @@ export function testConfig(
   overrides: Partial<Record<keyof z.infer<typeof configSchema>, string>> = {},
 ): Config {
   // No riscv64 QEMU boards in a test's default lab unless it asks: each boots for a minute.
-  return loadConfig({ LOG_LEVEL: 'silent', PORT: '0', BIANBU_RISCV_BOARDS: '0', ...overrides });
+  // Nor a code-server install started by a test's app.
+  return loadConfig({
+    LOG_LEVEL: 'silent',
+    PORT: '0',
+    BIANBU_RISCV_BOARDS: '0',
+    BIANBU_CODE_SERVER_INSTALL: 'off',
+    ...overrides,
+  });
 }

@@ -4,6 +4,7 @@ import { boardsFeature } from './boards/boards.routes.ts';
 import type { Feature } from './feature.ts';
 import { filesFeature } from './files/files.routes.ts';
 import { flashFeature } from './flash/flash.routes.ts';
+import { hostsFeature } from './hosts/hosts.routes.ts';
 import { identityFeature } from './identity/identity.routes.ts';
 import { leasesFeature } from './leases/leases.routes.ts';
 import { queueFeature } from './leases/queue.routes.ts';
@@ -25,6 +26,7 @@ export const features: Feature[] = [
   snapshotsFeature,
   sequencesFeature,
   realtimeFeature,
+  hostsFeature,
   desktopFeature,
   identityFeature,
 ];

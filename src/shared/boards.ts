@@ -215,7 +215,10 @@ export type BoardDto = z.infer<typeof boardDto>;
 
 /** The board as administrators see it: health and redacted driver options (secrets replaced by `true`). */
 export const adminBoardDto = boardDto.extend({
-  source: z.enum(['default', 'lab', 'admin']),
+  /** Who declared it: the default lab, the lab file, an administrator, or a board host (issue 37). */
+  source: z.enum(['default', 'lab', 'admin', 'host']),
+  /** The board host that runs it (null: this service runs it in-process). */
+  host: z.string().nullable().optional(),
   stateReason: z.string().nullable(),
   stateChangedAt: z.string(),
   retiredAt: z.string().nullable(),

@@ -31,3 +31,21 @@ describe('configuration from the environment', () => {
     expect(loadConfig({ BIANBU_SINGLE_SESSION: '0' }).BIANBU_SINGLE_SESSION).toBe(false);
   });
 });
+
+describe('the code window defaults', () => {
+  it('leaves BIANBU_CODE_PORT to its default (the console port + 1), takes off, a port, and refuses others', () => {
+    expect(loadConfig({}).BIANBU_CODE_PORT).toBeUndefined();
+    expect(loadConfig({ BIANBU_CODE_PORT: '' }).BIANBU_CODE_PORT).toBeUndefined();
+    expect(loadConfig({ BIANBU_CODE_PORT: 'off' }).BIANBU_CODE_PORT).toBe('off');
+    expect(loadConfig({ BIANBU_CODE_PORT: '9000' }).BIANBU_CODE_PORT).toBe(9000);
+    expect(() => loadConfig({ BIANBU_CODE_PORT: 'on' })).toThrow(/BIANBU_CODE_PORT="on".*off/);
+    expect(() => loadConfig({ BIANBU_CODE_PORT: '70000' })).toThrow(/BIANBU_CODE_PORT/);
+  });
+
+  it('installs code-server on a start by default, never from a test config', async () => {
+    expect(loadConfig({}).BIANBU_CODE_SERVER_INSTALL).toBe('auto');
+    expect(loadConfig({ BIANBU_CODE_SERVER_INSTALL: 'off' }).BIANBU_CODE_SERVER_INSTALL).toBe('off');
+    const { testConfig } = await import('#server/config.ts');
+    expect(testConfig().BIANBU_CODE_SERVER_INSTALL).toBe('off');
+  });
+});

@@ -4,116 +4,56 @@
 // storage; every change is written to board_events and emitted on `events` ('state').
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { AppError, badRequest, conflict, notFound } from '#server/errors.ts';
+import { installShippedPlugins } from '#server/board-plugins/shipped.ts';
+import { AppError, conflict, notFound } from '#server/errors.ts';
+import type { BoardNetworkDto, Egress, NetworkPolicy } from '#shared/board-network.ts';
 import {
   type AdminBoardDto,
   type BoardDeclaration,
   type BoardDto,
   BoardErrorKey,
   BoardState,
-  type DriverKind,
-  localDriverOptions,
-  qemuDriverOptions,
-  sshDriverOptions,
 } from '#shared/boards.ts';
-import {
-  type BoardNetworkDto,
-  type Egress,
-  type NetworkPolicy,
-  NetworkErrorKey,
-  NetworkState,
-  networkPolicy,
-} from '#shared/board-network.ts';
 import { ResultCode } from '#shared/codes.ts';
-import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
-import { defaultLab, defaultRiscvBoards, readLabFile } from './labfile.ts';
-import { hostSupport } from './local/host-support.ts';
-import { DEFAULT_RUN_DIR, LocalDriver } from './local/local-driver.ts';
-import { BOARD_TERMINALS, machineTerminals, terminalBudget } from './local/pty-host/budget.ts';
-import { sweepHost } from './local/recovery.ts';
 import {
-  DEFAULT_SLOT_REGISTRY,
-  SLOT_SIZE,
-  slotHolder,
-  UID_BASE,
-  withRegistryLock,
-} from './local/uid-slots.ts';
-import { readMetricsSince } from './metrics-store.ts';
+  type BoardRow,
+  BUSY_STATES,
+  eachLimited,
+  iso,
+  mergeOptions,
+  OFFLINE_AFTER_FAILURES,
+  redactOptions,
+  type StateChange,
+  toBoardDto,
+} from './board-rows.ts';
+import { type BoardDriver, Capability, DriverError, type MetricsSample } from './driver.ts';
+import { makeDriver } from './driver-factory.ts';
+import { prepareBoardsHost } from './host-prepare.ts';
+import { applyLabFile, type DeclareContext, upsertBoard } from './lab-declare.ts';
+import {
+  applyNetwork,
+  networkDto,
+  requireQemu,
+  resolveBoardNetwork,
+  saveAdminNetwork,
+} from './lab-network.ts';
+import { hostSupport } from './local/host-support.ts';
+import { BOARD_TERMINALS, machineTerminals, terminalBudget } from './local/pty-host/budget.ts';
+import { deleteSamplesBefore, insertSamples, readMetricsSince } from './metrics-store.ts';
 import { BoardImages } from './qemu/board-images.ts';
-import { hostFirewall } from './qemu/firewall.ts';
-import { qemuHostMissing } from './qemu/machine.ts';
-import { hostDefaultEgress, resolvePolicy } from './qemu/net-policy.ts';
-import { type BoardFacts, QemuDriver } from './qemu/qemu-driver.ts';
-import { SshDriver } from './ssh/ssh-driver.ts';
+import { hostDefaultEgress } from './qemu/net-policy.ts';
+import type { BoardFacts } from './qemu/qemu-driver.ts';
 
-export interface BoardRow {
-  id: string;
-  name: string;
-  model: string;
-  attributes: Record<string, string | number | boolean>;
-  driver: DriverKind;
-  driver_options: Record<string, unknown>;
-  source: 'default' | 'lab' | 'admin';
-  state: BoardState;
-  state_reason: string | null;
-  state_changed_at: Date | string;
-  retired_at: Date | string | null;
-  last_seen_at: Date | string | null;
-  consecutive_failures: number;
-  last_error: string | null;
-}
-
-export interface StateChange {
-  boardId: string;
-  from: BoardState | null;
-  to: BoardState;
-  reason: string;
-  at: string;
-}
-
-/** Failures in a row after which a board is marked offline. */
-export const OFFLINE_AFTER_FAILURES = 3;
-const SECRET_KEYS = new Set(['password', 'privateKey', 'passphrase']);
-/** States in which the driver is busy with the board; probes and samples leave it alone. */
-const BUSY_STATES: ReadonlySet<string> = new Set([BoardState.flashing, BoardState.resetting]);
-
-const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
-
-export function toBoardDto(r: BoardRow): BoardDto {
-  return {
-    deviceId: r.id,
-    name: r.name,
-    model: r.model,
-    attributes: r.attributes ?? {},
-    state: r.state,
-    driver: r.driver,
-  };
-}
-
-export function redactOptions(options: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(options ?? {}).map(([k, v]) => [k, SECRET_KEYS.has(k) ? v != null && v !== '' : v]),
-  );
-}
-
-/** Runs `fn` over `items` with at most `limit` at a time. */
-async function eachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++];
-      await fn(item).catch(() => {});
-    }
-  });
-  await Promise.all(workers);
-}
+export {
+  type BoardRow,
+  driverAppError,
+  OFFLINE_AFTER_FAILURES,
+  redactOptions,
+  type StateChange,
+  toBoardDto,
+} from './board-rows.ts';
 
 export class BoardLab {
   /** 'state' (StateChange): board state changes, for the realtime channel. */
@@ -157,43 +97,25 @@ export class BoardLab {
   async start(): Promise<void> {
     const cfg = this.app.config;
     const begun = Date.now();
-    const host = hostSupport();
-    if (!host.userns) {
-      this.app.log.warn(
-        { missing: host.missing },
-        cfg.BIANBU_ALLOW_UNSANDBOXED
-          ? 'local boards cannot be isolated on this host: they run UNSANDBOXED as BIANBU_ALLOW_UNSANDBOXED asks'
-          : 'local boards cannot be isolated on this host and are not run (install bubblewrap and run the service as root, or set BIANBU_ALLOW_UNSANDBOXED=1)',
-      );
-    } else if (host.missing.length) {
-      for (const m of host.missing) this.app.log.warn(`local boards: limit not enforced here — ${m}`);
-    } else {
-      this.app.log.info(
-        'local boards: own user namespace and host uid range each; memory, process and CPU limits by cgroups; disk limit by ext4 images',
-      );
-    }
-    // What killed instances left on this host (mounts, cgroups, abandoned slots) goes before any
-    // board of ours claims a slot (local/recovery.ts).
-    if (host.userns) {
-      const swept = await sweepHost({
-        runDir: DEFAULT_RUN_DIR,
-        registry: DEFAULT_SLOT_REGISTRY,
-        cgroups: host.cgroups,
-        log: (msg, extra) => this.app.log.warn(extra ?? {}, msg),
-      }).catch((err: Error) => {
-        this.app.log.warn({ err: err.message }, 'could not sweep what killed instances left');
-        return null;
-      });
-      if (swept && (swept.slots.length || swept.cgroups.length))
-        this.app.log.info(swept, 'cleaned what killed instances left: board mounts and cgroups');
-      await this.sweepNetworkRules();
-    }
+    await prepareBoardsHost({
+      boardsDir: path.join(cfg.dataDir, 'boards'),
+      allowUnsandboxed: cfg.BIANBU_ALLOW_UNSANDBOXED,
+      log: this.app.log,
+    });
     this.hostEgress = hostDefaultEgress();
     await this.applyLab();
     fs.mkdirSync(this.pluginsDir, { recursive: true });
+    try {
+      const plugins = installShippedPlugins(this.pluginsDir);
+      const changed = Object.entries(plugins).filter(([, v]) => v === 'installed' || v === 'updated');
+      if (changed.length) this.app.log.info({ plugins, dir: this.pluginsDir }, 'shipped plugins installed');
+    } catch (err) {
+      this.app.log.warn({ err, dir: this.pluginsDir }, 'could not install the shipped plugins');
+    }
     // A board left flashing or resetting by a previous run is no longer busy.
     for (const r of await this.rows({ includeRetired: false })) {
-      if (BUSY_STATES.has(r.state)) await this.setState(r.id, BoardState.idle, 'service restarted');
+      if (BUSY_STATES.has(r.state) && !r.host_id)
+        await this.setState(r.id, BoardState.idle, 'service restarted');
     }
     const rows = await this.rows({ includeRetired: false });
     if (rows.some((r) => r.driver === 'qemu')) void this.prepareBoardImages();
@@ -238,101 +160,45 @@ export class BoardLab {
 
   /** Lab file → boards (upsert; boards the file no longer names are retired), or the default lab. */
   private async applyLab(): Promise<void> {
-    const file = this.app.config.BIANBU_LAB_FILE;
-    if (file) {
-      const lab = readLabFile(file);
-      this.labNetwork = lab.network ?? null;
-      const ids = lab.boards.map((b) => b.id);
-      for (const b of lab.boards) await this.upsert(b, 'lab');
-      const gone = await this.db.query<{ id: string }>(
-        `select id from boards where retired_at is null and source in ('lab', 'default') and not (id = any($1::text[]))`,
-        [ids],
-      );
-      for (const g of gone) await this.retireRow(g.id, 'removed from the lab file');
-      this.app.log.info({ file, boards: ids.length, retired: gone.length }, 'lab file applied');
-      return;
-    }
-    const [{ n }] = await this.db.query<{ n: number }>('select count(*)::int as n from boards');
-    if (n === 0) {
-      const missing = qemuHostMissing();
-      const hostMb = Math.floor(os.totalmem() / 2 ** 20);
-      const riscv = this.app.config.BIANBU_RISCV_BOARDS ?? (missing.length ? 0 : defaultRiscvBoards(hostMb));
-      if (missing.length && !this.app.config.BIANBU_RISCV_BOARDS)
-        this.app.log.warn(
-          `no riscv64 boards: QEMU is not installed here (apt-get install ${missing.join(' ')})`,
-        );
-      const lab = defaultLab(hostMb, riscv);
-      for (const b of lab) await this.upsert(b, 'default');
-      this.app.log.info(
-        { riscv64: riscv, sandbox: lab.length - riscv },
-        'created the default lab: riscv64 boards under QEMU and x86_64 sandbox boards',
-      );
-    }
+    this.labNetwork = await applyLabFile(this.declareContext());
   }
 
-  private async upsert(b: BoardDeclaration, source: BoardRow['source']): Promise<void> {
-    const existing = await this.row(b.id);
-    await this.db.query(
-      `insert into boards (id, name, model, attributes, driver, driver_options, source)
-       values ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7)
-       on conflict (id) do update set name = excluded.name, model = excluded.model,
-         attributes = case when boards.image_os is null then excluded.attributes
-                           else jsonb_set(excluded.attributes, '{os}', to_jsonb(boards.image_os)) end,
-         declared_os = case when boards.image_os is null then null else excluded.attributes->>'os' end,
-         driver = excluded.driver, driver_options = excluded.driver_options, source = excluded.source,
-         retired_at = null, updated_at = now()`,
-      [b.id, b.name, b.model, JSON.stringify(b.attributes), b.driver, JSON.stringify(b.options), source],
-    );
-    if (!existing) await this.event(b.id, 'added', null, BoardState.idle, source);
-    else if (existing.retired_at) await this.event(b.id, 'restored', null, existing.state, source);
+  private upsert(b: BoardDeclaration, source: BoardRow['source']): Promise<void> {
+    return upsertBoard(this.declareContext(), b, source);
+  }
+
+  private declareContext(): DeclareContext {
+    return {
+      db: this.db,
+      config: this.app.config,
+      log: this.app.log,
+      row: (id) => this.row(id),
+      event: (id, kind, from, to, reason) => this.event(id, kind, from, to, reason),
+      retire: (id, reason) => this.retireRow(id, reason),
+    };
   }
 
   private driverFor(r: BoardRow, terminals?: number, network?: { policy: NetworkPolicy }): BoardDriver {
-    const log = (msg: string, extra?: Record<string, unknown>) =>
-      this.app.log.warn({ boardId: r.id, ...extra }, msg);
-    if (r.driver === 'local') {
-      const cores = typeof r.attributes.cores === 'number' ? r.attributes.cores : undefined;
-      return new LocalDriver({
-        boardId: r.id,
-        name: r.name,
-        model: r.model,
-        cores,
-        options: localDriverOptions.parse(r.driver_options ?? {}),
-        boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
+    return makeDriver(
+      r,
+      {
+        dataDir: this.app.config.dataDir,
         pluginsDir: this.pluginsDir,
-        sandboxed: hostSupport().userns,
         codeServerDir: this.app.config.BIANBU_CODE_SERVER_DIR || null,
-        terminals,
-        log,
-      });
-    }
-    if (r.driver === 'qemu') {
-      return new QemuDriver({
-        boardId: r.id,
-        name: r.name,
-        options: qemuDriverOptions.parse(r.driver_options ?? {}),
-        network: network?.policy,
-        boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
         images: this.boardImages,
-        pluginsDir: this.pluginsDir,
-        log,
-        onFacts: (f) => void this.recordFacts(r.id, f),
-      });
-    }
-    return new SshDriver({
-      boardId: r.id,
-      name: r.name,
-      options: sshDriverOptions.parse(r.driver_options),
-      boardDir: path.join(this.app.config.dataDir, 'boards', r.id),
-      log,
-    });
+        log: (boardId, msg, extra) => this.app.log.warn({ boardId, ...extra }, msg),
+        onFacts: (boardId, f) => void this.recordFacts(boardId, f),
+      },
+      terminals,
+      network,
+    );
   }
 
   /**
    * What a riscv64 board's machine says of itself (harts, memory, ISA, kernel, OS) replaces what was
    * declared: the catalogue shows the machine, not the lab file.
    */
-  private async recordFacts(id: string, f: BoardFacts): Promise<void> {
+  async recordFacts(id: string, f: BoardFacts): Promise<void> {
     const attrs: Record<string, string | number> = {};
     for (const [k, v] of Object.entries(f)) if (v !== undefined && v !== '') attrs[k] = v;
     if (!Object.keys(attrs).length) return;
@@ -350,6 +216,9 @@ export class BoardLab {
 
   /** `terminals`: a local board's terminal share when the caller knows it (else read from storage). */
   private async startDriver(r: BoardRow, terminals?: number): Promise<void> {
+    // A board host's board: its driver runs there, reached once the host links (attachRemote).
+    // An instance that runs no boards itself leaves its own lab's boards to whoever runs them.
+    if (r.host_id || !this.app.config.BIANBU_LOCAL_BOARDS) return;
     if (r.driver === 'local' && !this.localBoardsRun) {
       await this.markHealth(r.id, false, BoardErrorKey.sandboxMissing);
       if (r.state !== BoardState.offline && r.state !== BoardState.maintenance) {
@@ -451,6 +320,7 @@ export class BoardLab {
       lastError: r.last_error,
       options: redactOptions(r.driver_options),
       running: this.drivers.has(r.id),
+      host: this.hostNames.get(r.host_id ?? '') ?? (r.host_id ? r.host_id : null),
     };
   }
 
@@ -472,6 +342,27 @@ export class BoardLab {
   /** The driver if there is one, without throwing (probes, tests). */
   driverIfAny(boardId: string): BoardDriver | undefined {
     return this.drivers.get(boardId);
+  }
+
+  /** Host ids → names, for the admin list (filled as hosts link). */
+  readonly hostNames = new Map<string, string>();
+
+  /**
+   * A board host's board is reachable through this instance now (src/server/hosts): its calls go to
+   * `d`, and a board shown offline comes back as it answers.
+   */
+  async attachRemote(d: BoardDriver): Promise<void> {
+    this.drivers.set(d.boardId, d);
+    const r = await this.row(d.boardId);
+    if (r && !r.retired_at) await this.probeOne(r);
+  }
+
+  /** The link that carried `d` ended: the board is not reachable through this instance any more. */
+  detachRemote(d: BoardDriver): void {
+    if (this.drivers.get(d.boardId) === d) {
+      this.drivers.delete(d.boardId);
+      this.health.delete(d.boardId);
+    }
   }
 
   // ---- state ----------------------------------------------------------------------------------
@@ -629,28 +520,7 @@ export class BoardLab {
     },
   ): Promise<BoardRow> {
     const r = await this.mustRow(id);
-    let options = r.driver_options;
-    if (patch.options) {
-      // Secrets left out (or answered as `true` by the list call) are kept.
-      const merged: Record<string, unknown> = { ...patch.options };
-      for (const k of SECRET_KEYS)
-        if ((merged[k] === undefined || merged[k] === true) && r.driver_options[k] !== undefined)
-          merged[k] = r.driver_options[k];
-      const schema =
-        r.driver === 'local'
-          ? localDriverOptions
-          : r.driver === 'qemu'
-            ? qemuDriverOptions
-            : sshDriverOptions;
-      const parsed = schema.safeParse(merged);
-      if (!parsed.success) {
-        const i = parsed.error.issues[0];
-        throw badRequest(`Invalid options.${i.path.join('.')}: ${i.message}`, 'request.invalid', [
-          { path: `options.${i.path.join('.')}`, message: i.message },
-        ]);
-      }
-      options = parsed.data as Record<string, unknown>;
-    }
+    const options = patch.options ? mergeOptions(r, patch.options) : r.driver_options;
     await this.db.query(
       `update boards set name = $2, model = $3, attributes = $4::jsonb, driver_options = $5::jsonb, updated_at = now() where id = $1`,
       [
@@ -683,94 +553,24 @@ export class BoardLab {
     await this.event(id, 'retired', null, null, reason);
   }
 
-  // ---- network (riscv64 boards; src/shared/board-network.ts) -----------------------------------
-
-  /**
-   * The rules of boards no instance holds any more (a killed service's): the uid's slot is free, its
-   * holder directory gone, or it is one of this instance's own boards, which apply theirs again as they
-   * start. Under the slot registry's lock, so a slot another instance claims now is never swept.
-   */
-  private async sweepNetworkRules(): Promise<void> {
-    const fw = hostFirewall;
-    if (await fw.unavailable()) return;
-    const registry = DEFAULT_SLOT_REGISTRY;
-    const own = `${path.resolve(this.app.config.dataDir, 'boards')}${path.sep}`;
-    try {
-      if (!fs.existsSync(registry)) fs.mkdirSync(registry, { recursive: true, mode: 0o700 });
-      const gone = await withRegistryLock(registry, () =>
-        fw.sweep((uid) => {
-          const off = uid - UID_BASE;
-          if (off < 0 || off % SLOT_SIZE !== 0) return true;
-          const holder = slotHolder(registry, off / SLOT_SIZE);
-          return holder === null || !fs.existsSync(holder) || path.resolve(holder).startsWith(own);
-        }),
-      );
-      if (gone.length)
-        this.app.log.info({ uids: gone }, "removed boards' network rules a killed service left");
-    } catch (err) {
-      this.app.log.warn({ err: (err as Error).message }, "could not sweep boards' network rules");
-    }
-  }
-
-  private async adminNetwork(id: string): Promise<NetworkPolicy | null> {
-    const [row] = await this.db.query<{ policy: unknown }>(
-      'select policy from board_network where board_id = $1',
-      [id],
-    );
-    if (!row) return null;
-    const parsed = networkPolicy.safeParse(row.policy);
-    return parsed.success ? parsed.data : null;
-  }
-
+  // ---- network (riscv64 boards; src/shared/board-network.ts; a host's boards: lab-network.ts) ---
   /** A riscv64 board's policy and where it came from (first found wins, board-network.ts). */
   private async resolveNetwork(r: BoardRow) {
-    const board = qemuDriverOptions.safeParse(r.driver_options ?? {});
-    return resolvePolicy(
-      {
-        admin: await this.adminNetwork(r.id),
-        board: board.success ? board.data.network : null,
-        lab: this.labNetwork,
-      },
-      this.hostEgress,
-    );
-  }
-
-  private qemuRow(r: BoardRow): void {
-    if (r.driver !== 'qemu')
-      throw badRequest(
-        `Board ${r.id} has no network the service runs: only riscv64 (QEMU) boards do`,
-        NetworkErrorKey.unsupported,
-      );
+    return resolveBoardNetwork(this.db, r, this.labNetwork, this.hostEgress);
   }
 
   /** A riscv64 board's network: its policy, where it comes from, and whether its NIC is on. */
   async networkOf(id: string): Promise<BoardNetworkDto> {
     const r = await this.mustRow(id);
-    this.qemuRow(r);
-    const { policy, source } = await this.resolveNetwork(r);
-    const d = this.drivers.get(id) as QemuDriver | undefined;
-    const st = d instanceof QemuDriver ? d.networkStatus() : null;
-    return {
-      deviceId: id,
-      policy,
-      source,
-      hostDefault: this.hostEgress,
-      state: st?.state ?? NetworkState.stopped,
-      reason: st?.reason ?? null,
-    };
+    requireQemu(r);
+    return networkDto(r, await this.resolveNetwork(r), this.hostEgress, this.drivers.get(id));
   }
 
   /** An administrator's policy for a board (null: drop it), kept and applied live to a running board. */
   async setNetwork(id: string, policy: NetworkPolicy | null): Promise<BoardNetworkDto> {
     const r = await this.mustRow(id);
-    this.qemuRow(r);
-    if (policy)
-      await this.db.query(
-        `insert into board_network (board_id, policy) values ($1, $2::jsonb)
-         on conflict (board_id) do update set policy = excluded.policy, changed_at = now()`,
-        [id, JSON.stringify(policy)],
-      );
-    else await this.db.query('delete from board_network where board_id = $1', [id]);
+    requireQemu(r);
+    await saveAdminNetwork(this.db, id, policy);
     await this.event(
       id,
       'network',
@@ -778,9 +578,7 @@ export class BoardLab {
       null,
       policy ? `egress ${policy.egress}, ${policy.allow.length} allowed` : 'policy reset',
     );
-    const resolved = await this.resolveNetwork(r);
-    const d = this.drivers.get(id);
-    if (d instanceof QemuDriver) await d.setNetworkPolicy(resolved.policy);
+    await applyNetwork(this.drivers.get(id), (await this.resolveNetwork(r)).policy, policy);
     return this.networkOf(id);
   }
 
@@ -885,29 +683,8 @@ export class BoardLab {
     }
   }
 
-  async storeSamples(samples: Array<[string, MetricsSample]>): Promise<void> {
-    if (!samples.length) return;
-    const params: unknown[] = [];
-    const values = samples.map(([id, s]) => {
-      const base = params.length;
-      params.push(
-        id,
-        new Date(s.at),
-        s.cpuPercent,
-        s.memUsed,
-        s.memTotal,
-        s.diskUsed,
-        s.diskTotal,
-        s.netRx,
-        s.netTx,
-      );
-      return `(${Array.from({ length: 9 }, (_, i) => `$${base + i + 1}`).join(', ')})`;
-    });
-    await this.db.query(
-      `insert into board_metrics (board_id, at, cpu_percent, mem_used, mem_total, disk_used, disk_total, net_rx, net_tx)
-       values ${values.join(', ')} on conflict (board_id, at) do nothing`,
-      params,
-    );
+  storeSamples(samples: Array<[string, MetricsSample]>): Promise<void> {
+    return insertSamples(this.db, samples);
   }
 
   /** Samples of a board from `sinceMs` (epoch ms) on, oldest first. */
@@ -916,34 +693,8 @@ export class BoardLab {
   }
 
   /** Deletes samples older than the retention (at least 24 h). Answers the number deleted. */
-  async pruneMetrics(): Promise<number> {
+  pruneMetrics(): Promise<number> {
     const keepMs = Math.max(24, this.app.config.BIANBU_METRICS_RETENTION_HOURS) * 3_600_000;
-    const cutoff = new Date(this.app.clock.now().getTime() - keepMs);
-    const rows = await this.db.query<{ n: number }>(
-      'with d as (delete from board_metrics where at < $1 returning 1) select count(*)::int as n from d',
-      [cutoff],
-    );
-    return rows[0]?.n ?? 0;
+    return deleteSamplesBefore(this.db, new Date(this.app.clock.now().getTime() - keepMs));
   }
-}
-
-/** A driver failure as the envelope's error, for features that call drivers. */
-export function driverAppError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  if (err instanceof DriverError) {
-    const k = err.key;
-    if (k === 'capability.unsupported')
-      return new AppError(501, ResultCode.NotImplementedByDriver, k, err.message);
-    if (k === 'path.not_found') return notFound(err.message, k);
-    if (
-      k.startsWith('path.') ||
-      k.startsWith('file.') ||
-      k.startsWith('plugin.') ||
-      k === 'flash.image_invalid'
-    )
-      return badRequest(err.message, k);
-    if (k === 'board.busy') return conflict(err.message, k);
-    return new AppError(503, ResultCode.Unavailable, k, err.message);
-  }
-  return new AppError(500, ResultCode.ServerError, 'server.error', (err as Error)?.message ?? 'error');
 }

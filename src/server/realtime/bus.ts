@@ -25,7 +25,7 @@ export interface BusStats {
 }
 
 export interface Bus {
-  readonly kind: 'memory' | 'redis';
+  readonly kind: 'memory' | 'redis' | 'link';
   /** Unique per process: tells instances apart in logs and control messages. */
   readonly instanceId: string;
   publish(channel: string, msg: BusMessage): void;

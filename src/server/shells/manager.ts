@@ -51,6 +51,8 @@ export class ShellManager {
     private readonly drivers: DriverLookup,
     private readonly log: FastifyBaseLogger,
     private readonly now: () => number = Date.now,
+    /** Prefixes the ids of the shells this manager opens (a board host's name: `<host>_<uuid>`). */
+    public idPrefix = '',
   ) {}
 
   async start(): Promise<void> {
@@ -82,6 +84,20 @@ export class ShellManager {
     let pty: Awaited<ReturnType<BoardDriver['openShell']>>;
     try {
       const driver = await this.drivers(input.deviceId);
+      // A board on a board host: the host keeps the shell (its PTY and ring), so it outlives this
+      // instance; everything else about it travels over the bus as for another instance's shells.
+      const hosted = driver as BoardDriver & {
+        openHostedShell?: (i: OpenShellInput) => Promise<{ clientId: string }>;
+      };
+      if (hosted.openHostedShell) {
+        const { credentialId, ...rest } = input;
+        const r = await hosted.openHostedShell({ ...rest, size, ...(credentialId ? { credentialId } : {}) });
+        this.log.info(
+          { shellId: r.clientId, applyId: input.applyId, deviceId: input.deviceId },
+          'shell opened on its board host',
+        );
+        return r;
+      }
       pty = input.shellType === 'serial' ? await driver.openSerial(size) : await driver.openShell(size);
     } catch (err) {
       if (err instanceof DriverError) {
@@ -91,7 +107,7 @@ export class ShellManager {
       }
       throw err;
     }
-    const meta: ShellMeta = { id: crypto.randomUUID(), ...input };
+    const meta: ShellMeta = { id: `${this.idPrefix}${crypto.randomUUID()}`, ...input };
     const session = new ShellSession(meta, pty, this.bus, this.now, (s) => this.onEnded(s));
     this.sessions.set(meta.id, session);
     await session.start();

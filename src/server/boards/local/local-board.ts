@@ -569,7 +569,7 @@ export abstract class LocalBoard {
     // From /, not the user's home: a board whose /root was removed still answers probes.
     const { file, args } = this.enter(user, '/');
     return new Promise((resolve, reject) => {
-      execFile(
+      const child = execFile(
         file,
         [...args, ...argv],
         {
@@ -596,6 +596,9 @@ export abstract class LocalBoard {
           }
         },
       );
+      // Nothing is ever written to it: a program that reads stdin (a plugin, say) gets end of file at
+      // once instead of waiting on an open pipe until the timeout kills it.
+      child.stdin?.end();
     });
   }
 

@@ -159,6 +159,9 @@ export class SshDriver implements BoardDriver {
           c.client.exec(command, (err, ch) => {
             if (err) return reject(new DriverError('driver.failed', `exec failed: ${err.message}`));
             channel = ch;
+            // Nothing is written to the command: end of file at once, so one that reads stdin (a
+            // plugin, say) does not wait on the open channel until the timeout.
+            ch.end();
             let out = '';
             let errText = '';
             let code: number | null = null;
