@@ -73,6 +73,10 @@ export const JOB_SELECT = `select j.*, coalesce(nullif(u.display_name, ''), u.us
 export function failureOf(err: unknown): { key: string; message: string } {
   if (err instanceof AppError) return { key: err.key, message: err.message };
   if (err instanceof DriverError) {
+    // The board's host went away under the flash (src/server/hosts/link.ts): interrupted, like a
+    // flash whose service died.
+    if ((err as { linkLost?: boolean }).linkLost)
+      return { key: FlashErrorKey.interrupted, message: `The board host went away during the flash: ${err.message}` };
     const key =
       err.key === 'path.no_space'
         ? FlashErrorKey.noSpace

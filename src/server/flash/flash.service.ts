@@ -8,7 +8,8 @@
 // the board to answer on the new image. Only then is the job SUCCESS and the board its holder's again.
 // Whatever fails, the driver has left the board on its previous root, booted. A job is cancellable
 // until writing starts. A lease that ends stops the job (`flash.lease_ended`); a service that stops
-// or dies marks its jobs `flash.interrupted` (at the next start for a death).
+// or dies marks its jobs `flash.interrupted` (a death: at the next start, or by another instance's
+// sweep, flash-orphans.ts).
 //
 // Progress lives in memory while a job runs; the row is written at each stage change, at the end and
 // at most once a second between, so a poll on any instance sees it. The job's user gets
@@ -44,6 +45,7 @@ import {
   PHASE_STAGE,
   STAGE_SPAN,
 } from './flash-job.ts';
+import { interruptOrphans, ORPHAN_SWEEP_MS } from './flash-orphans.ts';
 import { fits, ImageStore, kindFits, kindTaken } from './images.ts';
 import { hashFile } from './pack.ts';
 
@@ -59,6 +61,7 @@ export class FlashService {
   private readonly onState = (c: StateChange) => this.boardChanged(c);
 
   private catalogue: Promise<void> = Promise.resolve();
+  private sweeper: NodeJS.Timeout | null = null;
   /** Set by a sharing feature: whether a user who is not the holder may flash this board. */
   flashGrant?: (userId: string, deviceId: string) => Promise<boolean>;
 
@@ -81,21 +84,17 @@ export class FlashService {
   // ---- start and stop
 
   async start(): Promise<void> {
-    // Jobs a previous run left unfinished: their board booted its previous image at this start.
-    const orphans = await this.db.query<{ id: string; user_id: string }>(
-      `update flash_jobs set state = 'FAILURE', error_key = $1, error_message = $2, ended_at = $3
-        where state in ('PENDING', 'RUNNING') returning id, user_id`,
-      [
-        FlashErrorKey.interrupted,
-        'The service stopped while this job ran; the board kept its previous image',
-        new Date(),
-      ],
-    );
-    if (orphans.length)
-      this.app.log.warn(
-        { jobs: orphans.map((o) => o.id) },
-        'flash jobs interrupted by a restart marked failed',
-      );
+    // Jobs a previous run (or a dead instance) left unfinished: their board booted its previous image.
+    const why = 'The service stopped while this job ran; the board kept its previous image';
+    await interruptOrphans(this.app, why);
+    if (this.app.bus.kind !== 'memory') {
+      this.sweeper = setInterval(() => {
+        interruptOrphans(this.app, why).catch((err) =>
+          this.app.log.warn({ err: (err as Error).message }, 'flash: orphan sweep failed'),
+        );
+      }, ORPHAN_SWEEP_MS);
+      this.sweeper.unref();
+    }
     // The catalogue fills in the background (building the built-in images and hashing the board disk
     // images and lab images takes a while on a busy host): the service's start never waits for it, the
     // calls that read the catalogue do. The board disk images come before the lab's, whose tags may
@@ -138,6 +137,7 @@ export class FlashService {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.sweeper) clearInterval(this.sweeper);
     this.app.boards?.events.off('state', this.onState);
     for (const id of this.queue.splice(0)) {
       const j = this.live.get(id);
@@ -232,8 +232,8 @@ export class FlashService {
     const now = new Date();
     try {
       await this.db.query(
-        `insert into flash_jobs (id, multi_id, board_id, server_name, user_id, image_tag, image_name, bytes_total, created_at, log)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
+        `insert into flash_jobs (id, multi_id, board_id, server_name, user_id, image_tag, image_name, bytes_total, created_at, log, instance_id)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11)`,
         [
           id,
           multiId,
@@ -245,6 +245,7 @@ export class FlashService {
           Number(image.size),
           now,
           JSON.stringify([`queued: ${image.name} (${image.tag})`]),
+          this.app.bus.instanceId,
         ],
       );
     } catch (err) {
@@ -393,11 +394,15 @@ export class FlashService {
     job.abort.abort(new DriverError('flash.aborted', key));
   }
 
-  /** A board leaving `flashing` for anything but its holder (the lease ended) stops its job. */
+  /**
+   * A board leaving `flashing` for anything but its holder stops its job: the lease ended, or the
+   * board went offline under it (its board host died or was cut off: interrupted, src/server/hosts).
+   */
   private boardChanged(c: StateChange): void {
     if (c.from !== 'flashing' || c.to === 'leased') return;
+    const key = c.to === 'offline' ? FlashErrorKey.interrupted : FlashErrorKey.leaseEnded;
     for (const j of this.live.values())
-      if (j.row.board_id === c.boardId && j.row.state === 'RUNNING') this.abort(j, FlashErrorKey.leaseEnded);
+      if (j.row.board_id === c.boardId && j.row.state === 'RUNNING') this.abort(j, key);
   }
 
   private log(job: LiveJob, line: string): void {
@@ -666,7 +671,7 @@ export class FlashService {
                 ? 'Cancelled before writing started'
                 : job.abortKey === FlashErrorKey.leaseEnded
                   ? 'The lease ended: the job stopped and the board kept its previous image'
-                  : 'The service stopped: the job stopped and the board kept its previous image',
+                  : 'The service or the board went away: the job stopped and the board kept its previous image',
           }
         : { state: 'FAILURE', ...failureOf(err) };
     }
