@@ -1,8 +1,8 @@
-// A riscv64 board's shell handle answered before its PTY is open (qemu-driver.ts lazyPty): nothing
+// A riscv64 board's shell handle answered before its PTY is open (qemu/lazy-pty.ts): nothing
 // typed or sized meanwhile is lost, and a PTY that never opens ends the handle with the reason.
 import { describe, expect, it } from 'vitest';
 import type { PtyHandle } from '#server/boards/driver.ts';
-import { lazyPty } from '#server/boards/qemu/qemu-driver.ts';
+import { lazyPty } from '#server/boards/qemu/lazy-pty.ts';
 
 function fakePty() {
   const log: string[] = [];

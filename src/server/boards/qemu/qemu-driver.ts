@@ -9,6 +9,8 @@
 // console, and calls that need the agent say so (`board.no_agent`). Power: QMP `system_reset`, off and
 // on by ending and starting the process. Facts (ISA, harts, memory, kernel, OS) are read from the
 // machine, never from the lab file.
+// Beside it: the serial console's ring (serial-console.ts), images onto the disk (disk-writer.ts),
+// snapshots (snapshots.ts), plugins (plugin.ts), facts (facts.ts) and the shell's handle (lazy-pty.ts).
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,18 +34,23 @@ import { BoardCgroups, cpuBound } from '../local/cgroups.ts';
 import { hostSupport } from '../local/host-support.ts';
 import { DEFAULT_RUN_DIR } from '../local/local-driver.ts';
 import { claimIdentity, DEFAULT_SLOT_REGISTRY } from '../local/uid-slots.ts';
-import { shQuote } from '../ssh/quote.ts';
 import { SshDriver } from '../ssh/ssh-driver.ts';
-import { ByteRing, sleep, withTimeout } from '../util.ts';
+import { sleep, withTimeout } from '../util.ts';
 import type { BoardImages } from './board-images.ts';
+import { DiskWriter } from './disk-writer.ts';
+import { type BoardFacts, cleanFact, networkFact } from './facts.ts';
 import { type Firewall, hostFirewall } from './firewall.ts';
-import { DISK_NODE, Machine } from './machine.ts';
+import { lazyPty } from './lazy-pty.ts';
+import { Machine } from './machine.ts';
 import { BoardNetwork } from './network.ts';
-import { RawImageError, verifyRawImage, writeRawImage } from './raw-image.ts';
+import { readPlugin, runPlugin } from './plugin.ts';
+import { SerialConsole } from './serial-console.ts';
 import { BoardDisk } from './snapshot-disk.ts';
+import { qemuSnapshots } from './snapshots.ts';
 
-/** Largest disk a flash may write (decompressed): bombs stop here. */
-export const MAX_DISK_BYTES = 64 * 1024 ** 3;
+// The lab reads a board's facts as this driver's.
+export type { BoardFacts } from './facts.ts';
+
 /** How long a flash waits for the new image to boot. */
 const BOOT_WAIT_MS = 300_000;
 /**
@@ -53,44 +60,6 @@ const BOOT_WAIT_MS = 300_000;
 const CALL_AGENT_WAIT_MS = 3500;
 /** How long after the serial console's `login:` an agent that never answered counts as absent. */
 const AGENT_GRACE_MS = 45_000;
-const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** Serial output a paused viewer may hold back before the oldest is dropped (a UART drops too). */
-const SERIAL_HELD_MAX = 1024 * 1024;
-
-/**
- * A fact as the guest said it, made fit for the catalogue: the board's root chooses what its `uname`
- * prints, so a fact is one line of printable text, at most 200 characters, or nothing.
- */
-export function cleanFact(raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  const text = raw
-    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
-    .trim()
-    .slice(0, 200);
-  return text || undefined;
-}
-const MAX_PLUGIN_BYTES = 96 * 1024;
-
-/** What the machine says it is: what the catalogue shows of a QEMU board. */
-export interface BoardFacts {
-  arch?: string;
-  isa?: string;
-  cores?: number;
-  memoryMb?: number;
-  kernel?: string;
-  os?: string;
-  image?: string;
-  /** What the board's network does now (networkFact): `nat`, `limited`, `none` or `off`. */
-  network?: string;
-}
-
-/** The catalogue's word for a board's network: its egress, `limited` under an allow list, `off` without a NIC backend. */
-export function networkFact(s: { state: string; policy: NetworkPolicy }): string {
-  if (s.state === NetworkState.off) return 'off';
-  if (s.policy.egress === Egress.none) return 'none';
-  return s.policy.allow.length ? 'limited' : 'nat';
-}
-
 export interface QemuBoardInit {
   boardId: string;
   name: string;
@@ -121,8 +90,7 @@ export class QemuDriver implements BoardDriver {
   private machine: Machine | null = null;
   private ssh: SshDriver | null = null;
   private cgroups: BoardCgroups | null = null;
-  private readonly ring = new ByteRing(512 * 1024);
-  private readonly serialOut = new EventEmitter();
+  private readonly serial = new SerialConsole();
   private serialText = '';
   private agent: AgentState = 'booting';
   private readonly agentEvents = new EventEmitter();
@@ -134,6 +102,9 @@ export class QemuDriver implements BoardDriver {
   private readonly diskFile: string;
   /** The disk's files: the raw base, the qcow2 overlay the machine writes, its snapshots. */
   private readonly disk: BoardDisk;
+  /** Images onto the disk: flashes, the default image. */
+  private readonly writer: DiskWriter;
+  readonly snapshots: BoardSnapshots;
 
   constructor(private readonly init: QemuBoardInit) {
     this.boardId = init.boardId;
@@ -141,7 +112,22 @@ export class QemuDriver implements BoardDriver {
     if (init.network) this.networkPolicy = init.network;
     this.diskFile = path.join(init.boardDir, 'disk.img');
     this.disk = new BoardDisk(init.boardDir, init.log);
-    this.serialOut.setMaxListeners(0);
+    this.writer = new DiskWriter({
+      diskFile: this.diskFile,
+      disk: this.disk,
+      images: init.images,
+      image: this.o.image,
+      machine: () => this.machine,
+      setFacts: (f) => this.setFacts(f),
+      log: init.log,
+    });
+    this.snapshots = qemuSnapshots({
+      disk: this.disk,
+      machine: () => this.machine,
+      stopped: () => this.stopped,
+      guestSync: () => this.guestSync(),
+      readImageTag: () => this.writer.readImageTag(),
+    });
     this.agentEvents.setMaxListeners(0);
     const wrap =
       <A extends unknown[], R>(fn: (f: BoardDriver['files']) => (...a: A) => Promise<R>) =>
@@ -279,14 +265,8 @@ export class QemuDriver implements BoardDriver {
     await this.disk.prepare();
     await this.disk.recover();
     // A first start (or a disk lost): the default image goes onto the board's disk first.
-    if (!fs.existsSync(this.diskFile)) await this.writeDefaultImage();
-    else {
-      let tag = '';
-      try {
-        tag = fs.readFileSync(`${this.diskFile}.image`, 'utf8').trim();
-      } catch {}
-      if (tag) this.setFacts({ image: tag });
-    }
+    if (!fs.existsSync(this.diskFile)) await this.writer.writeDefaultImage();
+    else this.writer.readImageTag();
     await this.machine.powerOn();
     void this.watchAgent();
   }
@@ -315,8 +295,7 @@ export class QemuDriver implements BoardDriver {
   // ---- serial console and boot ------------------------------------------------------------------
 
   private onSerial(d: Buffer): void {
-    this.ring.push(d);
-    this.serialOut.emit('data', d);
+    this.serial.push(d);
     // Boot facts from what the machine prints: the kernel names itself, getty shows its prompt.
     this.serialText = (this.serialText + d.toString('latin1')).slice(-4096);
     const k = /Linux version ([\x21-\x7e]{1,100})/.exec(this.serialText);
@@ -420,64 +399,7 @@ export class QemuDriver implements BoardDriver {
   async openSerial(_size: PtySize): Promise<PtyHandle> {
     if (!this.machine) throw new DriverError('board.not_running', 'The board is stopped');
     const machine = this.machine;
-    const dataFns = new Set<(c: Buffer) => void>();
-    const exitFns = new Set<(i: { exitCode: number | null; reason?: string }) => void>();
-    let paused = false;
-    // What came before this viewer (the ring) and what comes until it has a listener wait here, in
-    // order: a listener added late misses nothing and sees nothing twice.
-    const replay = this.ring.snapshot();
-    let held: Buffer[] = replay.length ? [replay] : [];
-    let heldBytes = replay.length;
-    let listening = false;
-    const flush = () => {
-      if (paused || !listening) return;
-      const out = held;
-      held = [];
-      heldBytes = 0;
-      for (const c of out) for (const fn of dataFns) fn(c);
-    };
-    const deliver = (c: Buffer) => {
-      if (!paused && listening && !held.length) {
-        for (const fn of dataFns) fn(c);
-        return;
-      }
-      held.push(c);
-      heldBytes += c.length;
-      // A viewer that does not read (paused: its client is slow or gone) costs at most this much.
-      while (heldBytes > SERIAL_HELD_MAX && held.length > 1) heldBytes -= held.shift()!.length;
-    };
-    const onData = (c: Buffer) => deliver(c);
-    this.serialOut.on('data', onData);
-    let closed = false;
-    return {
-      write: (d) => machine.writeSerial(d),
-      resize: () => {},
-      onData: (fn) => {
-        dataFns.add(fn);
-        if (!listening) {
-          listening = true;
-          setImmediate(flush);
-        }
-        return () => dataFns.delete(fn);
-      },
-      onExit: (fn) => {
-        exitFns.add(fn);
-        return () => exitFns.delete(fn);
-      },
-      pause: () => {
-        paused = true;
-      },
-      resume: () => {
-        paused = false;
-        flush();
-      },
-      close: () => {
-        if (closed) return;
-        closed = true;
-        this.serialOut.off('data', onData);
-        for (const fn of exitFns) fn({ exitCode: 0, reason: 'closed' });
-      },
-    };
+    return this.serial.open((d) => machine.writeSerial(d));
   }
 
   // ---- through the agent ------------------------------------------------------------------------
@@ -499,34 +421,9 @@ export class QemuDriver implements BoardDriver {
 
   /** A plugin (a host file of the lab's plugins directory) runs inside the board: a script, as riscv64 needs. */
   async callPlugin(topic: string, data: string, nodeId: string): Promise<string> {
-    if (!PLUGIN_NAME.test(topic)) throw new DriverError('plugin.unknown', 'Unknown plugin');
-    if (!this.init.pluginsDir) throw new DriverError('plugin.unknown', `No plugin named ${topic}`);
-    const file = path.join(this.init.pluginsDir, topic);
-    let body: Buffer;
-    try {
-      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-      try {
-        const st = fs.fstatSync(fd);
-        if (!st.isFile() || !(st.mode & 0o111)) throw new Error('not executable');
-        if (st.size > MAX_PLUGIN_BYTES)
-          throw new DriverError('plugin.failed', 'The plugin is too large for a riscv64 board');
-        body = fs.readFileSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-    } catch (err) {
-      if (err instanceof DriverError) throw err;
-      throw new DriverError('plugin.unknown', `No plugin named ${topic}`);
-    }
+    const body = readPlugin(this.init.pluginsDir, topic);
     const ssh = await this.untilAgent(this.o.timeoutMs);
-    const target = `/run/bianbu-plugins/${topic}`;
-    const cmd =
-      `umask 077 && mkdir -p /run/bianbu-plugins && printf %s ${shQuote(body.toString('base64'))} | base64 -d > ${shQuote(target)} && ` +
-      `chmod 700 ${shQuote(target)} && exec ${shQuote(target)} ${shQuote(topic)} ${shQuote(data)} ${shQuote(nodeId)}`;
-    const r = await ssh.exec(cmd, this.o.timeoutMs * 2);
-    if (r.code !== 0)
-      throw new DriverError('plugin.failed', r.stderr.trim().slice(-500) || `exit code ${r.code}`);
-    return r.stdout;
+    return runPlugin(ssh, body, { topic, data, nodeId, timeoutMs: this.o.timeoutMs });
   }
 
   /**
@@ -590,176 +487,7 @@ export class QemuDriver implements BoardDriver {
     await this.machine?.powerOn();
   }
 
-  // ---- disk -------------------------------------------------------------------------------------
-
-  private async writeDefaultImage(
-    onProgress?: (p: FlashProgress) => void,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    let img = this.init.images.find(this.o.image);
-    if (!img) {
-      this.init.log?.('waiting for the board image to be built', { image: this.o.image });
-      await this.init.images.ensure();
-      img = this.init.images.find(this.o.image);
-    }
-    if (!img) throw new DriverError('board.image_missing', `The board image ${this.o.image} is not built`);
-    await this.replaceDisk(
-      img.file,
-      onProgress ?? (() => {}),
-      { signal, format: 'img.zst', label: this.o.image, tag: this.o.image },
-      img.facts.rawBytes,
-      true,
-    );
-  }
-
-  /**
-   * Writes `image` to a new file beside the disk, reads it back against the written hash, and only then,
-   * the machine off, renames it over the disk. A failure or cancel leaves the old disk as it was.
-   */
-  private async replaceDisk(
-    image: string,
-    onProgress: (p: FlashProgress) => void,
-    opts: FlashOptions,
-    expectBytes?: number,
-    dropSnapshots = false,
-  ): Promise<void> {
-    const next = `${this.diskFile}.next`;
-    fs.rmSync(next, { force: true });
-    try {
-      onProgress({
-        phase: 'writing',
-        percent: 0,
-        log: `writing ${opts.label ?? path.basename(image)} to the board's disk`,
-      });
-      const written = await writeRawImage(image, next, {
-        maxBytes: MAX_DISK_BYTES,
-        signal: opts.signal,
-        onProgress: (done) =>
-          onProgress({
-            phase: 'writing',
-            percent: expectBytes ? Math.min(99, Math.floor((done / expectBytes) * 100)) : 0,
-            bytesDone: done,
-            bytesTotal: expectBytes,
-          }),
-      });
-      onProgress({ phase: 'writing', percent: 100, bytesDone: written.bytes, bytesTotal: written.bytes });
-      onProgress({ phase: 'verifying', percent: 0, log: `sha256 ${written.sha256}` });
-      await verifyRawImage(next, written, {
-        signal: opts.signal,
-        onProgress: (done) =>
-          onProgress({
-            phase: 'verifying',
-            percent: Math.min(99, Math.floor((done / written.bytes) * 100)),
-            bytesDone: done,
-            bytesTotal: written.bytes,
-          }),
-      });
-      onProgress({ phase: 'verifying', percent: 100, bytesDone: written.bytes, bytesTotal: written.bytes });
-      if (opts.signal?.aborted) throw new DriverError('flash.cancelled', 'Cancelled');
-      await this.disk.exclusive(async () => {
-        // Snapshots of the disk a flash replaces stay restorable: its pair becomes an older epoch.
-        const keep = !dropSnapshots && (await this.disk.snapshots()).length > 0;
-        // The new overlay first, then the base's rename commits (snapshot-disk.ts, prepare()).
-        await this.disk.createOverlay(`${this.disk.overlay}.next`, written.bytes);
-        const wasOn = this.machine?.running ?? false;
-        await this.machine?.powerOff();
-        this.disk.commitFlash(keep);
-        // The lease's end (the default image back): every older epoch goes too.
-        if (dropSnapshots) this.disk.dropEpochs();
-        this.afterSwap(image, opts);
-        if (wasOn) await this.machine?.powerOn();
-      });
-    } catch (err) {
-      // Before the commit (the base's rename) both new files go; after it, prepare() finishes the swap.
-      if (fs.existsSync(next)) fs.rmSync(`${this.disk.overlay}.next`, { force: true });
-      fs.rmSync(next, { force: true });
-      if (err instanceof RawImageError) throw new DriverError(err.key, err.message);
-      throw err;
-    }
-  }
-
-  private afterSwap(image: string, opts: FlashOptions): void {
-    // Which image the disk holds now, for the catalogue (what the label names, or the file's name).
-    const tag = opts.tag ?? opts.label ?? path.basename(image);
-    fs.writeFileSync(`${this.diskFile}.image`, `${tag}\n`, { mode: 0o600 });
-    this.setFacts({ image: tag });
-  }
-
-  // ---- snapshots (snapshot-disk.ts; docs/riscv-snapshots.md) -----------------------------------
-
-  readonly snapshots: BoardSnapshots = {
-    list: async () => this.disk.everySnapshot(await this.currentSnapshots()),
-    save: (name) =>
-      this.disk.exclusive(async () => {
-        if (
-          (await this.disk.allSnapshots()).some((x) => x.name === name) ||
-          (await this.disk.epochOf(name)) !== null
-        )
-          throw new DriverError('snapshot.name_taken', `The board has a snapshot named ${name}`);
-        if (!this.machine?.running) return this.disk.create(name);
-        await this.guestSync();
-        await this.machine.query('blockdev-snapshot-internal-sync', { device: DISK_NODE, name }, 60_000);
-      }),
-    restore: (name) =>
-      this.disk.exclusive(async () => {
-        const epoch = await this.disk.epochOf(name);
-        if (epoch === null) throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
-        await this.machine?.powerOff();
-        try {
-          if (epoch === this.disk.currentEpoch()) await this.disk.restore(name);
-          else await this.disk.restoreFrom(epoch, name);
-        } finally {
-          // The board boots again either way: into the snapshot, or (a failure) as it was.
-          this.readImageTag();
-          if (!this.stopped) await this.machine?.powerOn();
-        }
-      }),
-    remove: (name) =>
-      this.disk.exclusive(async () => {
-        const epoch = await this.disk.epochOf(name);
-        if (epoch === null) throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
-        if (epoch !== this.disk.currentEpoch()) return this.disk.removeIn(epoch, name);
-        if (this.machine?.running)
-          await this.machine.query(
-            'blockdev-snapshot-delete-internal-sync',
-            { device: DISK_NODE, name },
-            60_000,
-          );
-        else await this.disk.remove(name);
-      }),
-    exportRaw: (name, out) =>
-      this.disk.exclusive(async () => {
-        const epoch = await this.disk.epochOf(name);
-        if (epoch === null) throw new DriverError('snapshot.not_found', `No snapshot named ${name}`);
-        await this.disk.exportRaw(
-          name,
-          out,
-          epoch === this.disk.currentEpoch() ? this.disk.dir : this.disk.epochDir(epoch),
-        );
-      }),
-    chargedBytes: async () => this.disk.chargedBytes(await this.currentSnapshots()),
-    diskBytes: async () => this.disk.allocatedBytes(),
-  };
-
-  /** The current epoch's user snapshots: from QEMU while it runs (it writes the table), else the file. */
-  private async currentSnapshots(): Promise<{ name: string; createdAt: Date }[]> {
-    if (!this.machine?.running) return this.disk.snapshots();
-    const nodes = await this.machine.query<
-      { 'node-name'?: string; image?: { snapshots?: { name: string; 'date-sec': number }[] } }[]
-    >('query-named-block-nodes', { flat: true });
-    const node = nodes.find((n) => n['node-name'] === DISK_NODE);
-    return (node?.image?.snapshots ?? [])
-      .filter((x) => !x.name.startsWith('_bianbu_'))
-      .map((x) => ({ name: x.name, createdAt: new Date(x['date-sec'] * 1000) }));
-  }
-
-  /** Which image the disk holds now (an older epoch's after its restore), for the catalogue. */
-  private readImageTag(): void {
-    try {
-      const tag = fs.readFileSync(`${this.diskFile}.image`, 'utf8').trim();
-      if (tag) this.setFacts({ image: tag });
-    } catch {}
-  }
+  // ---- disk, flash, snapshots (disk-writer.ts, snapshots.ts) -----------------------------------
 
   /** Best effort: the guest writes its page cache out before a snapshot (a crash-consistent disk else). */
   private async guestSync(): Promise<void> {
@@ -771,7 +499,7 @@ export class QemuDriver implements BoardDriver {
     if (opts.format && imageKind(opts.format) !== 'disk')
       throw new DriverError('flash.image_invalid', 'A riscv64 board is flashed with a raw disk image');
     onProgress({ phase: 'preparing', percent: 100 });
-    await this.replaceDisk(image, onProgress, opts);
+    await this.writer.replaceDisk(image, onProgress, opts);
     if (!this.machine?.running) await this.machine?.powerOn();
     await this.waitBooted(onProgress);
   }
@@ -800,75 +528,7 @@ export class QemuDriver implements BoardDriver {
 
   /** Lease expiry: the board's default image back on its disk, then booted. */
   async restoreDefault(): Promise<void> {
-    await this.writeDefaultImage();
+    await this.writer.writeDefaultImage();
     if (!this.machine?.running) await this.machine?.powerOn();
   }
-}
-
-/**
- * A PtyHandle for a PTY still opening: keystrokes, the last size and flow control wait for it, its
- * output and exit go to whoever listens. A PTY that fails to open ends the handle with the reason.
- */
-export function lazyPty(opening: Promise<PtyHandle>): PtyHandle {
-  let pty: PtyHandle | null = null;
-  let ended = false;
-  let closed = false;
-  let paused = false;
-  let size: PtySize | null = null;
-  const input: Array<string | Buffer> = [];
-  const dataFns = new Set<(c: Buffer) => void>();
-  const exitFns = new Set<(i: { exitCode: number | null; reason?: string }) => void>();
-  const end = (info: { exitCode: number | null; reason?: string }) => {
-    if (ended) return;
-    ended = true;
-    for (const fn of exitFns) fn(info);
-  };
-  opening.then(
-    (p) => {
-      if (closed) {
-        p.close();
-        return;
-      }
-      pty = p;
-      p.onData((c) => {
-        for (const fn of dataFns) fn(c);
-      });
-      p.onExit(end);
-      if (size) p.resize(size);
-      for (const d of input.splice(0)) p.write(d);
-      if (paused) p.pause();
-    },
-    (err: Error) => end({ exitCode: null, reason: err.message }),
-  );
-  return {
-    write: (d) => {
-      if (pty) pty.write(d);
-      else if (!ended) input.push(d);
-    },
-    inputBacklog: () => (pty ? (pty.inputBacklog?.() ?? 0) : input.reduce((n, d) => n + d.length, 0)),
-    resize: (s) => {
-      size = s;
-      pty?.resize(s);
-    },
-    onData: (fn) => {
-      dataFns.add(fn);
-      return () => dataFns.delete(fn);
-    },
-    onExit: (fn) => {
-      exitFns.add(fn);
-      return () => exitFns.delete(fn);
-    },
-    pause: () => {
-      paused = true;
-      pty?.pause();
-    },
-    resume: () => {
-      paused = false;
-      pty?.resume();
-    },
-    close: () => {
-      closed = true;
-      pty?.close();
-    },
-  };
 }
