@@ -94,8 +94,15 @@ export const DesktopUnavailable = {
   noDesktop: 'desktop.none',
   /** The board declares no code-server, nothing answers on its port, and it starts none itself. */
   noCodeServer: 'code.none',
-  /** Something answers on the board's code-server port, but this service runs no code proxy (BIANBU_CODE_PORT unset). */
+  /** Something answers on the board's code-server port, but this service runs no code proxy (BIANBU_CODE_PORT=off). */
   codeProxyOff: 'code.proxy_off',
+  /** The service is installing code-server on its host now (a first start); the window offers it after. */
+  codeInstalling: 'code.installing',
+  /**
+   * A riscv64 (QEMU) board with nothing on its code port: code-server publishes no riscv64 build this
+   * service can install into the board, so the built-in editor stands in.
+   */
+  codeNoRiscvBuild: 'code.no_riscv_build',
   /** The proxy runs, but has no host name apart from the console's address (BIANBU_CODE_HOST unset). */
   codeNoOwnHost: 'code.no_own_host',
 } as const;
@@ -104,8 +111,8 @@ export const DesktopUnavailable = {
 //
 // The board's web app (code-server, or whatever answers on VNC_LIMITS.codeServerPort) runs JavaScript
 // the board controls, so it never runs on the console's origin, nor on its host name (browsers share a
-// host's cookies across ports): the service answers /code/ on a second listener (BIANBU_CODE_PORT) and
-// only on the code host names (src/server/desktop/code-hosts.ts): BIANBU_CODE_HOST or
+// host's cookies across ports): the service answers /code/ on a second listener (BIANBU_CODE_PORT, by
+// default the console's port + 1) and only on the code host names (src/server/desktop/code-hosts.ts): BIANBU_CODE_HOST or
 // BIANBU_CODE_ORIGIN, `*.code.example.com` giving each apply a subdomain of its own; unset, for a
 // console on localhost or 127.0.0.1, `{label}.code.localhost` (label = `a` + 24 hex of SHA-256(applyId)).
 // A console on another name without either gets code.no_own_host instead of a ticket.

@@ -23,6 +23,16 @@ const INSTALLED = hostCodeServer(DEFAULT_CODE_SERVER_DIR) !== null;
 const request = (url: string, cookie?: string) => loopbackGet(url, cookie ? { cookie } : {});
 
 /** Host processes running the installed code-server: pid, host uid, network namespace. */
+/** Whether a process descends from this one (another suite's boards run code-server too). */
+function ours(pid: number): boolean {
+  for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+    if (p === process.pid) return true;
+    const stat = fs.readFileSync(`/proc/${p}/stat`, 'latin1');
+    p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  }
+  return false;
+}
+
 function codeServerProcesses(): { pid: number; uid: number; net: string }[] {
   const found: { pid: number; uid: number; net: string }[] = [];
   for (const name of fs.readdirSync('/proc')) {
@@ -30,6 +40,7 @@ function codeServerProcesses(): { pid: number; uid: number; net: string }[] {
     try {
       const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'latin1');
       if (!cmd.includes(`${DEFAULT_CODE_SERVER_DIR}/node_modules/code-server/`)) continue;
+      if (!ours(Number(name))) continue;
       const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${name}/status`, 'latin1'))?.[1]);
       found.push({ pid: Number(name), uid, net: fs.readlinkSync(`/proc/${name}/ns/net`) });
     } catch {}

@@ -66,6 +66,8 @@ export interface CodeProxyOptions {
   bus: Bus;
   driver(deviceId: string): BoardDriver | Promise<BoardDriver>;
   port: number;
+  /** When `port` is taken, listen on any free port instead of failing (the default port, unset). */
+  anyPortIfTaken?: boolean;
   host: string;
   /** BIANBU_CODE_ORIGIN / BIANBU_CODE_HOST (codeHostRule); null: the loopback default only. */
   hosts?: CodeHostRule | null;
@@ -116,13 +118,21 @@ export class CodeProxy {
   }
 
   async start(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.opts.port, this.opts.host, () => {
-        this.server.off('error', reject);
-        resolve();
+    const listen = (port: number) =>
+      new Promise<void>((resolve, reject) => {
+        this.server.once('error', reject);
+        this.server.listen(port, this.opts.host, () => {
+          this.server.off('error', reject);
+          resolve();
+        });
       });
-    });
+    try {
+      await listen(this.opts.port);
+    } catch (err) {
+      if (!this.opts.anyPortIfTaken || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      this.app.log.warn({ port: this.opts.port }, 'the code proxy port is taken: listening on a free one');
+      await listen(0);
+    }
     this.offCtl = await this.opts.bus.subscribe(CONTROL_CHANNEL, (m) => this.onControl(m));
     this.timer = setInterval(() => this.tick(), TICK_MS);
     this.timer.unref();

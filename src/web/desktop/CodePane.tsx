@@ -15,7 +15,17 @@ const [statusCall, ticketCall] = desktopCalls;
 type State =
   | { kind: 'checking' }
   | { kind: 'frame'; url: string }
-  | { kind: 'fallback'; reason: 'none' | 'proxyOff' | 'noOwnHost' | 'statusFailed' | 'ticketFailed' };
+  | {
+      kind: 'fallback';
+      reason: 'none' | 'proxyOff' | 'noOwnHost' | 'installing' | 'riscv' | 'statusFailed' | 'ticketFailed';
+    };
+
+const REASONS: Record<string, 'proxyOff' | 'noOwnHost' | 'installing' | 'riscv'> = {
+  [DesktopUnavailable.codeProxyOff]: 'proxyOff',
+  [DesktopUnavailable.codeNoOwnHost]: 'noOwnHost',
+  [DesktopUnavailable.codeInstalling]: 'installing',
+  [DesktopUnavailable.codeNoRiscvBuild]: 'riscv',
+};
 
 export function CodePane({
   applyId,
@@ -30,6 +40,8 @@ export function CodePane({
   const { t } = useTranslation('desktop');
   const [state, setState] = useState<State>({ kind: 'checking' });
   const [opening, setOpening] = useState(false);
+  // Asking again from the status (an install finished meanwhile), not only for a new ticket.
+  const [round, setRound] = useState(0);
   // The frame URL whose page has loaded: until then the pane says it is opening, since the first
   // request may wait for the board to start code-server (seconds) and an empty frame looks broken.
   const [loadedUrl, setLoadedUrl] = useState<string | null>(null);
@@ -52,6 +64,7 @@ export function CodePane({
     }
   }, [applyId]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new round asks the status again
   useEffect(() => {
     let stop = false;
     setState({ kind: 'checking' });
@@ -60,16 +73,7 @@ export function CodePane({
       try {
         const r = await call(statusCall, { applyId }, { silent: true });
         if (r.code.available) next = await ticket();
-        else
-          next = {
-            kind: 'fallback',
-            reason:
-              r.code.reason === DesktopUnavailable.codeProxyOff
-                ? 'proxyOff'
-                : r.code.reason === DesktopUnavailable.codeNoOwnHost
-                  ? 'noOwnHost'
-                  : 'none',
-          };
+        else next = { kind: 'fallback', reason: REASONS[r.code.reason ?? ''] ?? 'none' };
       } catch {
         next = { kind: 'fallback', reason: 'statusFailed' };
       }
@@ -78,7 +82,7 @@ export function CodePane({
     return () => {
       stop = true;
     };
-  }, [applyId, ticket]);
+  }, [applyId, ticket, round]);
 
   const reload = async () => {
     setState({ kind: 'checking' });
@@ -168,17 +172,25 @@ export function CodePane({
       className="flex h-full flex-col items-center justify-center gap-3 p-4 text-center text-[13px] text-zinc-600 dark:text-zinc-400"
       data-testid="code-pane"
       data-available={
-        state.reason === 'none'
+        state.reason === 'none' || state.reason === 'riscv'
           ? 'no'
           : state.reason === 'proxyOff' || state.reason === 'noOwnHost'
             ? 'off'
-            : 'failed'
+            : state.reason === 'installing'
+              ? 'installing'
+              : 'failed'
       }
+      data-reason={state.reason}
     >
       <p data-testid="code-message">{t(`code.${state.reason}`)}</p>
       <div className="flex gap-2">
-        {state.reason === 'ticketFailed' && (
-          <Button size="sm" icon="refresh" onClick={reload} data-testid="code-reload">
+        {(state.reason === 'ticketFailed' || state.reason === 'installing') && (
+          <Button
+            size="sm"
+            icon="refresh"
+            onClick={state.reason === 'installing' ? () => setRound((n) => n + 1) : reload}
+            data-testid="code-reload"
+          >
             {t('code.reload')}
           </Button>
         )}
