@@ -3,12 +3,14 @@
 // codes per error class; see errors.ts). Typed from the same src/shared contract as the service and
 // the console. Building it has no side effects (tests inspect it; main.ts runs it).
 import { Command } from 'commander';
+import { registerAdmin } from './commands/admin.ts';
 import { registerAuth } from './commands/auth.ts';
 import { registerCompletion } from './commands/completion.ts';
 import { registerCp } from './commands/cp.ts';
 import { registerDevice } from './commands/device.ts';
 import { registerExec } from './commands/exec.ts';
 import { registerFlash } from './commands/flash.ts';
+import { registerHosts } from './commands/hosts.ts';
 import { registerLeases } from './commands/leases.ts';
 import { registerQueue } from './commands/queue.ts';
 import { registerRaw } from './commands/raw.ts';
@@ -61,6 +63,8 @@ Errors go to stderr as "bianbu: <message> (<stable key>)", or {"error": {...}} w
   registerSeq(program);
   registerShare(program);
   registerSnapshot(program);
+  registerHosts(program);
+  registerAdmin(program);
   registerRaw(program);
   registerCompletion(program);
   return program;

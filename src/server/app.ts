@@ -1,5 +1,6 @@
 // The Fastify app factory: tests build the real app with it (in-process, `app.inject` or a real
 // socket on port 0); main.ts builds it from the environment and listens.
+import fs from 'node:fs';
 import path from 'node:path';
 import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
@@ -37,6 +38,10 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     // Starting brings up storage, migrations and the board lab; on a busy host that can pass
     // Fastify's 10 s default, which would abort a start that is merely slow.
     pluginTimeout: 60_000,
+    // HTTPS served by the service itself (board hosts' links are then TLS end to end).
+    ...(config.BIANBU_TLS_CERT && config.BIANBU_TLS_KEY
+      ? { https: { cert: fs.readFileSync(config.BIANBU_TLS_CERT), key: fs.readFileSync(config.BIANBU_TLS_KEY) } }
+      : {}),
   });
   // The data dir is private to the service (0711 itself, everything else 0600/0700, boards' own
   // files aside); PGlite creates its files 0666 whatever the umask, hence again once it is open.

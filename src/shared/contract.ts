@@ -1,6 +1,7 @@
 // The whole HTTP contract: every call of every feature, in one list. The server registers exactly
 // these routes (tests/unit/contract.test.ts proves every entry has a route and vice versa).
 
+import { hostCalls } from './board-hosts.ts';
 import { boardCalls } from './boards.ts';
 import { cliAuthCalls } from './cli-auth.ts';
 import { desktopCalls } from './desktop.ts';
@@ -20,6 +21,7 @@ import { userCalls } from './user.ts';
 export const contract: readonly CallDef[] = [
   ...systemCalls,
   ...boardCalls,
+  ...hostCalls,
   ...leaseCalls,
   ...queueCalls,
   ...userCalls,

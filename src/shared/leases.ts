@@ -276,6 +276,8 @@ export const leaseCalls = [
     }),
     response: z.object({ topic: z.string(), result: z.string() }),
     needsApply: true,
+    // A plugin may take a while on a riscv64 board (the service allows it twice the board's timeout).
+    timeoutMs: 120_000,
     summary: 'Call a plugin on the board of the apply (topic, data, nodeId); answers its output',
   }),
   defineCall({

@@ -1,7 +1,9 @@
 // Teams: share groups, shared boards and joined shells (spec sections 1, 3, 7; issue 12).
 //
 // A share group belongs to one owner (the user who created it; names are unique per owner). It holds
-// members (users of the owner's organisation, added by userId or by phone) and devices: boards the
+// members (users of any organisation the owner belongs to, added by userId or by phone; an owner whose
+// role holds `device.share_any_org` may add any active user: sharing across organisations, which an
+// administrator grants with a role) and devices: boards the
 // owner holds, each recorded with the owner's *lease* on it, so a board leaves every group the moment
 // that lease ends (release or expiry) and never comes back with a later lease by itself.
 //
@@ -198,6 +200,9 @@ export type SharePresence = z.infer<typeof sharePresence>;
 
 const groupOnly = z.object({ groupName });
 const shellRef = z.object({ applyId: idString({ max: 128 }), clientId: idString({ max: 128 }) });
+
+/** Adds members from every organisation, not only the owner's (see the header). */
+export const SHARE_ANY_ORG_PERM = 'device.share_any_org';
 
 const VIEW = ['device.view_share'] as const;
 const ADD = ['device.add_share'] as const;

@@ -139,14 +139,19 @@ export class ShareRepo {
     );
   }
 
-  /** An active user of the organisation by id or phone; null for anyone else (nothing revealed). */
-  async findUser(orgId: string | null, by: { userId?: string | null; phone?: string | null }) {
-    if (!orgId) return null;
+  /**
+   * An active user by id or phone who shares an organisation with `ownerId` (any of the owner's, not only
+   * the current one), or any active user when `anyOrg`; null for anyone else (nothing revealed).
+   */
+  async findUser(ownerId: string, anyOrg: boolean, by: { userId?: string | null; phone?: string | null }) {
     const where = by.userId ? sql`u.id = ${by.userId}` : sql`u.phone = ${by.phone ?? ''}`;
+    const reach = anyOrg
+      ? sql`true`
+      : sql`exists (select 1 from memberships ms join memberships mine on mine.org_id = ms.org_id
+                     where ms.user_id = u.id and mine.user_id = ${ownerId})`;
     const [u] = await rows<{ id: string; username: string }>(
       this.db,
-      sql`select u.id, u.username from users u join memberships ms on ms.user_id = u.id and ms.org_id = ${orgId}
-           where ${where} and u.is_active limit 1`,
+      sql`select u.id, u.username from users u where ${where} and u.is_active and ${reach} limit 1`,
     );
     return u ?? null;
   }

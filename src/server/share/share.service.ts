@@ -14,11 +14,13 @@ import { type BoardChange, closeShells, notifyUser } from '#server/leases/collab
 import { toIso } from '#server/leases/leases.repo.ts';
 import type { ShellManager } from '#server/shells/manager.ts';
 import { ResultCode } from '#shared/codes.ts';
+import { hasPermission } from '#shared/permissions.ts';
 import { ShellCloseReason } from '#shared/realtime.ts';
 import {
   type JoinableShell,
   type MemberGroup,
   type OwnedGroup,
+  SHARE_ANY_ORG_PERM,
   SHARE_LIMITS,
   ShareCloseReason,
   type SharedBoard,
@@ -204,7 +206,9 @@ export class ShareService {
     input: { userId?: string | null; phone?: string | null; groupName: string },
   ): Promise<ShareUser> {
     const g = await this.ownGroup(user, input.groupName);
-    const target = await this.repo.findUser(user.orgId, {
+    // Sharing across organisations: a role with SHARE_ANY_ORG_PERM reaches every user; without it, the
+    // people of the owner's organisations (all of them, not only the current one).
+    const target = await this.repo.findUser(user.id, hasPermission(SHARE_ANY_ORG_PERM, user.perms), {
       userId: input.userId || null,
       phone: input.phone || null,
     });
@@ -215,9 +219,9 @@ export class ShareService {
         ResultCode.NotFound,
         ShareErrorKey.userNotFound,
         input.userId
-          ? 'No user of your organisation has this id'
-          : 'No user of your organisation has this phone number',
-        [{ path: field, message: 'no such user in your organisation' }],
+          ? 'No user of your organisations has this id'
+          : 'No user of your organisations has this phone number',
+        [{ path: field, message: 'no such user in your organisations' }],
       );
     }
     if (target.id === user.id) {
