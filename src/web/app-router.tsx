@@ -1,14 +1,14 @@
-// Turns the route table into react-router routes for one route set: bare pages at the top, console
-// pages inside the slim console frame, layout routes inside the sidebar layout; every route carries
-// its meta on `handle`; anything else goes to /404.
+// Turns the route table into the console router's routes (src/web/router/router.tsx) for one route
+// set: bare pages at the top, console pages inside the slim console frame, layout routes inside the
+// sidebar layout; every route carries its meta on `handle`; anything else goes to /404.
 import { Suspense } from 'react';
-import { createBrowserRouter, Navigate, type RouteObject } from 'react-router-dom';
 import { ConsoleFrame } from '#web/layout/ConsoleFrame.tsx';
 import { Layout } from '#web/layout/Layout.tsx';
 import { PageLoading } from '#web/layout/PageLoading.tsx';
 import { Root } from '#web/layout/Root.tsx';
 import { RouteError } from '#web/layout/RouteError.tsx';
 import { pages } from '#web/router/pages.tsx';
+import { Navigate, type RouteObject, createRouter as routerOf } from '#web/router/router.tsx';
 import type { PageKey } from '#web/router/table.ts';
 import { inSet, joinPath, type RouteNode, type RouteSetName } from '#web/router/types.ts';
 
@@ -66,5 +66,5 @@ export function buildRoutes(table: readonly RouteNode<PageKey>[], set: RouteSetN
 }
 
 export function createRouter(table: readonly RouteNode<PageKey>[], set: RouteSetName) {
-  return createBrowserRouter(buildRoutes(table, set));
+  return routerOf(buildRoutes(table, set));
 }

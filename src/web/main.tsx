@@ -3,13 +3,13 @@
 import './styles.css';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
-import { RouterProvider } from 'react-router-dom';
 import { systemCalls } from '#shared/system.ts';
 import { call } from '#web/api/http.ts';
 import { createRouter } from '#web/app-router.tsx';
 import { routeSet } from '#web/auth/flow.ts';
-import { initI18n } from '#web/i18n/i18n.ts';
+import { initI18n, loadNamespace } from '#web/i18n/i18n.ts';
 import { loadZodWhenIdle } from '#web/lazy-zod.ts';
+import { RouterProvider } from '#web/router/router.tsx';
 import { routeTable } from '#web/router/table.ts';
 import { applyTheme, appState } from '#web/state/app.ts';
 import { setPublicSettings } from '#web/state/settings.ts';
@@ -34,6 +34,10 @@ async function start(): Promise<void> {
   );
   // The shared schemas' runtime: not needed to show the first page, wanted before the user types.
   loadZodWhenIdle();
+  // The words of failures likewise (the HTTP client loads them itself on a failure before then).
+  const errorWords = () => void loadNamespace('errors').catch(() => {});
+  if (window.requestIdleCallback) window.requestIdleCallback(errorWords, { timeout: 2000 });
+  else window.setTimeout(errorWords, 300);
 }
 
 void start();

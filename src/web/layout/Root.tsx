@@ -2,7 +2,6 @@
 // sets the page title, tracks the device class, and hosts the palette, notices and dialogs.
 import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Navigate, Outlet, useLocation, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { SESSION_END_CODES } from '#shared/codes.ts';
 import { PRODUCT_TITLE } from '#shared/constants.ts';
@@ -31,6 +30,7 @@ import { withZod } from '#web/lazy-zod.ts';
 import { useCoreCommands } from '#web/palette/core-commands.ts';
 import { routeAllowed } from '#web/router/access.ts';
 import { type RouteHandle, useRouteMeta } from '#web/router/handle.ts';
+import { Navigate, Outlet, useLocation, useNavigate } from '#web/router/router.tsx';
 import { seqUi } from '#web/sequences/state.ts';
 import { syncDevice } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
@@ -152,10 +152,15 @@ function Guarded() {
     } else if (action.kind === 'loadUser') {
       // Once signed in, every page listens on the realtime channel, so lease warnings and board
       // state changes reach the user wherever they are, not only on device pages.
-      // The features' commands and watchers (src/web/layout/feature-commands.ts) are fetched while the
-      // account loads and installed once it has; a chunk that fails to load leaves them out, as it
-      // leaves out the palette.
-      const features = import('./feature-commands.ts');
+      // The features' commands and watchers (src/web/layout/feature-commands.ts, which starts the
+      // realtime channel and with it zod, 88 KB gzip) are fetched once the page is idle, off the first
+      // load (at most a second late), and installed once the account has loaded; a chunk that fails
+      // to load leaves them out, as it leaves out the palette.
+      const features = new Promise<typeof import('./feature-commands.ts')>((resolve, reject) => {
+        const fetchFeatures = () => void import('./feature-commands.ts').then(resolve, reject);
+        if (window.requestIdleCallback) window.requestIdleCallback(fetchFeatures, { timeout: 1000 });
+        else window.setTimeout(fetchFeatures, 300);
+      });
       features.catch(() => {});
       loadUserOnce().then(
         () =>

@@ -1,7 +1,7 @@
 // Shown when a page fails to render or its chunk fails to load (a deploy replaced the assets).
 import { useTranslation } from 'react-i18next';
-import { useRouteError } from 'react-router-dom';
 import { Button } from '#web/components/ui.tsx';
+import { useRouteError } from '#web/router/router.tsx';
 
 export function RouteError() {
   const error = useRouteError();

@@ -1,9 +1,9 @@
 import { useTranslation } from 'react-i18next';
-import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { Logo } from '#web/components/controls.tsx';
 import { Icon } from '#web/components/icons.tsx';
 import { Button } from '#web/components/ui.tsx';
+import { Link, useNavigate } from '#web/router/router.tsx';
 import { session } from '#web/state/session.ts';
 
 /** The 403 and 404 pages: what happened, and the two ways out. */

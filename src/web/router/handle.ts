@@ -1,6 +1,6 @@
-// Route meta travels on react-router's `handle`, so any component finds the current route's meta
+// Route meta travels on the route's `handle` (router.tsx), so any component finds the current route's meta
 // with useMatches() instead of looking the path up again.
-import { useMatches } from 'react-router-dom';
+import { useMatches } from './router.tsx';
 import type { RouteMeta } from './types.ts';
 
 export interface RouteHandle {

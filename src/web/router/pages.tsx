@@ -34,6 +34,8 @@ export const pages: Record<PageKey, Page> = {
   settings: lazy(withZod(withWords(() => import('#web/settings/SettingsPage.tsx'), 'settings', 'workbench'))),
   dashboard: lazy(withZod(() => import('#web/devices/DashboardPage.tsx'))),
   deviceList: lazy(withZod(() => import('#web/devices/DeviceListPage.tsx'))),
+  // Every section of the administration area in one chunk, which brings its words.
+  admin: lazy(withZod(() => import('#web/admin/AdminPage.tsx').then((m) => m.page))),
   notFound: lazy(() => import('#web/pages/NotFoundPage.tsx')),
   forbidden: lazy(() => import('#web/pages/ForbiddenPage.tsx')),
 };

@@ -17,6 +17,7 @@ export type PageKey =
   | 'settings'
   | 'dashboard'
   | 'deviceList'
+  | 'admin'
   | 'notFound'
   | 'forbidden';
 
@@ -129,6 +130,31 @@ export const routeTable: readonly RouteNode<PageKey>[] = [
         meta: { titleKey: 'routes.privateDevices', icon: 'lock' },
       },
     ],
+  },
+  // The administration area (issue 38): one lazily loaded chunk (src/web/admin) whose page draws the
+  // section its path names; each section is shown to whom the service allows its list call (the group
+  // shows when one of them is), and the service stays the judge of every action. Board hosts
+  // (issue 37) are listed by whoever may change boards, as the service's adminHostsList.
+  {
+    path: '/admin',
+    frame: 'layout',
+    meta: { titleKey: 'routes.admin', icon: 'shield', sets: ['full'] },
+    // [path, icon, the entry of the section's list call]; images are the catalogue page, which publishes.
+    children: (
+      [
+        ['users', 'user', 'rbac.view_user'],
+        ['orgs', 'layers', 'rbac.view_organization'],
+        ['roles', 'key', 'rbac.view_role'],
+        ['boards', 'board', 'device.change_device'],
+        ['hosts', 'server', 'device.change_device'],
+        ['images', 'image', 'device.add_image'],
+        ['audit', 'book', 'audit.view_log'],
+      ] as const
+    ).map(([path, icon, perm]) => ({
+      path,
+      page: path === 'images' ? 'images' : 'admin',
+      meta: { titleKey: `admin.${path}`, icon, perms: [perm] },
+    })),
   },
   {
     path: 'docs',
