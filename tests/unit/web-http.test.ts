@@ -1,4 +1,4 @@
-// The console's HTTP client against a fake XMLHttpRequest: headers, payload encodings, timeouts, the
+// The console's HTTP client (axios on XMLHttpRequest) against a fake XMLHttpRequest: headers, payload encodings, timeouts, the
 // 20000 rule, the session codes, the wording of failures, progress and cancellation.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -19,8 +19,33 @@ let sent: FakeXhr[] = [];
 
 type Handler = ((e?: unknown) => void) | null;
 
-/** Just enough of XMLHttpRequest for the client: records the request, answers on the next tick. */
-class FakeXhr {
+/** addEventListener and dispatch, as an XMLHttpRequest and its upload target have them. */
+class Target {
+  readonly listeners = new Map<string, Set<(e?: unknown) => void>>();
+  addEventListener(type: string, fn: (e?: unknown) => void) {
+    if (!this.listeners.has(type)) this.listeners.set(type, new Set());
+    this.listeners.get(type)!.add(fn);
+  }
+  removeEventListener(type: string, fn: (e?: unknown) => void) {
+    this.listeners.get(type)?.delete(fn);
+  }
+  emit(type: string, e?: unknown) {
+    (this as unknown as Record<string, Handler>)[`on${type}`]?.(e);
+    for (const fn of this.listeners.get(type) ?? []) fn(e);
+  }
+  /** Progress listeners of either kind (property or addEventListener). */
+  listensTo(type: string) {
+    return Boolean(
+      (this as unknown as Record<string, Handler>)[`on${type}`] || this.listeners.get(type)?.size,
+    );
+  }
+}
+
+/**
+ * Enough of XMLHttpRequest for the client: records the request, answers on the next tick with the
+ * events a browser fires (load or error, timeout, abort; then loadend; the upload's loadend first).
+ */
+class FakeXhr extends Target {
   method = '';
   url = '';
   headers: Record<string, string> = {};
@@ -28,27 +53,34 @@ class FakeXhr {
   timeout = 0;
   responseType = '';
   withCredentials = false;
+  readyState = 0;
   status = 0;
+  statusText = '';
   response: unknown = null;
   responseText = '';
   contentType = '';
   settled = false;
-  upload: { onprogress: Handler } = { onprogress: null };
+  upload = new Target() as Target & { onprogress: Handler };
   onload: Handler = null;
   onerror: Handler = null;
   ontimeout: Handler = null;
   onabort: Handler = null;
+  onloadend: Handler = null;
   onprogress: Handler = null;
 
   open(method: string, url: string) {
     this.method = method;
     this.url = url;
+    this.readyState = 1;
   }
   setRequestHeader(name: string, value: string) {
     this.headers[name] = value;
   }
   getResponseHeader(name: string) {
     return name.toLowerCase() === 'content-type' ? this.contentType || null : null;
+  }
+  getAllResponseHeaders() {
+    return this.contentType ? `content-type: ${this.contentType}\r\n` : '';
   }
   send(body: unknown) {
     this.body = body;
@@ -59,22 +91,29 @@ class FakeXhr {
   abort() {
     if (this.settled) return;
     this.settled = true;
-    this.onabort?.();
+    this.readyState = 4;
+    this.emit('abort');
+    this.emit('loadend');
   }
 
   respond(a: Answer) {
     if (this.settled) return;
     this.settled = true;
+    this.upload.emit('loadend');
     this.status = a.status;
     this.contentType = a.contentType ?? 'application/json';
     const text = typeof a.data === 'string' ? a.data : JSON.stringify(a.data);
     if (this.responseType === 'blob') this.response = a.data instanceof Blob ? a.data : new Blob([text]);
     else this.responseText = text;
-    this.onload?.();
+    this.readyState = 4;
+    this.emit('load');
+    this.emit('loadend');
   }
   fail(kind: 'timeout' | 'error') {
     this.settled = true;
-    (kind === 'timeout' ? this.ontimeout : this.onerror)?.();
+    this.readyState = 4;
+    this.emit(kind);
+    this.emit('loadend');
   }
 }
 
@@ -352,9 +391,9 @@ describe('the HTTP client', () => {
     });
     await tick();
     const xhr = sent[0];
-    xhr.upload.onprogress?.({ loaded: 50, total: 200, lengthComputable: true });
-    xhr.upload.onprogress?.({ loaded: 200, total: 200, lengthComputable: true });
-    xhr.onprogress?.({ loaded: 10, total: 0, lengthComputable: false });
+    xhr.upload.emit('progress', { loaded: 50, total: 200, lengthComputable: true });
+    xhr.upload.emit('progress', { loaded: 200, total: 200, lengthComputable: true });
+    xhr.emit('progress', { loaded: 10, total: 0, lengthComputable: false });
     xhr.respond({ status: 200, data: { code: 20000, message: 'ok', data: { saved: 1 } } });
     expect(await pending).toEqual({ saved: 1 });
     expect(ups).toEqual([
@@ -367,7 +406,7 @@ describe('the HTTP client', () => {
   it('adds no progress listener when none is asked for', async () => {
     const { call } = await client();
     await call(jsonCall, { a: 1 });
-    expect(sent[0].upload.onprogress).toBeNull();
-    expect(sent[0].onprogress).toBeNull();
+    expect(sent[0].upload.listensTo('progress')).toBe(false);
+    expect(sent[0].listensTo('progress')).toBe(false);
   });
 });
