@@ -6,7 +6,7 @@
 // progress notification became a toast. Two boards: "Flash several boards…" from the palette, two rows
 // with two independent jobs, each ending in its own success, and each board's history lists its flash.
 import { createHash } from 'node:crypto';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, WebSocket } from 'playwright-core';
 import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, passwordLogin } from './helpers/api.ts';
@@ -99,6 +99,40 @@ describe.skipIf(SKIP_E2E)('flashing boards', () => {
     await svc?.stop();
   });
 
+  it('selects a command that arrives while its name is being typed: Enter runs it, not what was first', async () => {
+    // CI once typed "flash a board" before /mainboard's idle callbacks had fetched the features'
+    // commands: the row first before they came stayed selected. Here the page's idle callbacks wait
+    // until the test lets them run.
+    const held = await ctx.newPage();
+    await held.addInitScript(() => {
+      const original = window.requestIdleCallback.bind(window);
+      const waiting: IdleRequestCallback[] = [];
+      const w = window as unknown as { releaseIdle: () => void };
+      w.releaseIdle = () => {
+        window.requestIdleCallback = original;
+        for (const cb of waiting.splice(0)) cb({ didTimeout: true, timeRemaining: () => 0 });
+      };
+      window.requestIdleCallback = (cb) => waiting.push(cb);
+    });
+    const console_ = new ConsolePage(held, svc.url);
+    await console_.goto('/mainboard');
+    await console_.waitForApp();
+    await held.keyboard.press('Control+k');
+    await held.locator('[cmdk-input]').waitFor({ state: 'visible' });
+    await held.keyboard.type('flash a board');
+    const selected = held.locator('[cmdk-item][data-selected="true"]');
+    await selected.waitFor();
+    expect(await selected.getAttribute('data-command')).not.toBe('flash.ask');
+    await held.evaluate(() => (window as unknown as { releaseIdle: () => void }).releaseIdle());
+    await held
+      .locator('[cmdk-item][data-selected="true"][data-command="flash.ask"]')
+      .waitFor({ timeout: 15_000 });
+    await held.keyboard.press('Enter');
+    await held.getByTestId('palette-asking').waitFor();
+    expect(await held.locator('[cmdk-input]').getAttribute('placeholder')).toBe('Which board?');
+    await held.close();
+  });
+
   it('lists the built-in images in the catalogue, reached from the palette', async () => {
     const console_ = new ConsolePage(page, svc.url);
     await console_.goto('/mainboard');
@@ -162,6 +196,17 @@ describe.skipIf(SKIP_E2E)('flashing boards', () => {
     const wizard = new FlashWizard(page);
     const job = new FlashJob(page);
 
+    // The realtime channel's frames, watched for the board's flashing state (see the flash's answer).
+    let stateCame = () => {};
+    const flashingState = new Promise<void>((r) => {
+      stateCame = r;
+    });
+    const onSocket = (ws: WebSocket) =>
+      ws.on('framereceived', (f) => {
+        if (String(f.payload).includes('"flashing"')) stateCame();
+      });
+    page.on('websocket', onSocket);
+
     // Into the workbench of flash-one, by keyboard on /mainboard: ↓ to its row, Enter.
     await console_.goto('/mainboard');
     await console_.waitForApp();
@@ -199,6 +244,14 @@ describe.skipIf(SKIP_E2E)('flashing boards', () => {
     await wizard.chooseImage(IMAGE);
     // Every percent the view shows from the confirmation on (the built-in image flashes in seconds).
     await job.record();
+    // The service publishes the board's new state (flashing) as the job starts. Its answer naming the
+    // job is held here until that state has come over the realtime channel (5 s at most), as it once
+    // came first in CI under load: still no "is now Flashing" toast (checked at the end).
+    await page.route('**/api/device/post-flash', async (route) => {
+      const answer = await route.fetch();
+      await Promise.race([flashingState, new Promise((r) => setTimeout(r, 5000))]);
+      await route.fulfill({ response: answer });
+    });
     const confirmText = await wizard.confirmByKeyboard();
     expect(confirmText).toContain('flash-one');
     expect(confirmText).toContain('Bianbu 2.0 developer');
@@ -208,6 +261,8 @@ describe.skipIf(SKIP_E2E)('flashing boards', () => {
     await page
       .locator('[data-pane-id="flash"] [data-testid="flash-view"][data-job-id]')
       .waitFor({ timeout: 15_000 });
+    await page.unroute('**/api/device/post-flash');
+    page.off('websocket', onSocket);
     // Nothing animates without end while the flash runs: the step's spinner and the board's pulsing
     // state step from timers, so typing in a shell meanwhile is not held a frame (components/pulse.ts).
     await page

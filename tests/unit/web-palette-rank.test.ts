@@ -3,21 +3,24 @@
 // must put the expected command first, since the first row is the one Enter runs (issue 13, finding 1).
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { desktopCommands } from '#web/desktop/commands.ts';
-import { deviceCommands } from '#web/devices/commands.ts';
-import { registerEditorCommands, registerTreeCommands } from '#web/files/commands.ts';
-import { editorOf, treeOf } from '#web/files/state.ts';
-import { installWorkbenchFlashCommands } from '#web/flash/commands.ts';
-import { accountCommands, navigationCommands, preferenceCommands } from '#web/palette/core-commands.ts';
+import { leases } from '#web/boards/store.ts';
 import {
   type CommandContext,
+  editDistance,
   emptyQueryOrder,
   normalize,
   rankCommands,
   scoreCommand,
 } from '#web/commands/rank.ts';
 import { allCommands, type PaletteCommand, rankInputOf, registerCommands } from '#web/commands/registry.ts';
-import { leases } from '#web/boards/store.ts';
+import { desktopCommands } from '#web/desktop/commands.ts';
+import { deviceCommands } from '#web/devices/commands.ts';
+import { registerEditorCommands, registerTreeCommands } from '#web/files/commands.ts';
+import { editorOf, treeOf } from '#web/files/state.ts';
+import { installWorkbenchFlashCommands } from '#web/flash/commands.ts';
+import { accountCommands, navigationCommands, preferenceCommands } from '#web/palette/core-command-list.ts';
+import { shareCommands } from '#web/share/commands.ts';
+import { share } from '#web/share/state.ts';
 import { session } from '#web/state/session.ts';
 import { workbenchCommands } from '#web/workbench/commands.ts';
 import { addTab } from '#web/workbench/store.ts';
@@ -91,6 +94,13 @@ beforeAll(() => {
   );
   registerCommands('test.desktop', desktopCommands());
   registerCommands('test.devices', deviceCommands());
+  // One group of the user's, not yet holding the board in front.
+  (share as { owned: unknown }).owned = {
+    status: 'ok',
+    seq: 1,
+    data: { groups: [{ groupName: 'robotics', users: [], devices: [], grants: [] }] },
+  };
+  registerCommands('test.share', shareCommands());
   installWorkbenchFlashCommands('d1');
   registerTreeCommands('a1', 'd1');
   registerEditorCommands('a1', 'd1');
@@ -197,11 +207,71 @@ const TABLE: [Lng, string, string, CommandContext?][] = [
   ['ja', 'ボードを延長', 'device.renewAsk'],
   ['en', 'rename tab', 'workbench.renameTab'],
   ['zh', '重命名此终端标签', 'workbench.renameTab'],
+  // Issue 38: slips of the fingers, sharing, a group's name, the load graphs, languages by name.
+  ['en', 'uplaod', 'files.upload'],
+  ['en', 'sahre', 'share.board'],
+  ['en', 'reneww', 'device.renew.d1'],
+  ['en', 'dwonload', 'files.download'],
+  ['en', 'share', 'share.board'],
+  ['en', 'share group', 'share.create'],
+  ['en', 'robotics', 'share.boardTo.robotics'],
+  ['en', 'cpu', 'workbench.toggleLoad'],
+  ['en', 'metrics', 'workbench.toggleLoad'],
+  ['en', 'japanese', 'lang.ja'],
+  ['en', 'chinese', 'lang.zh'],
+  ['en', 'open file', 'files.open'],
+  ['en', 'add member', 'share.addMember.robotics'],
+  ['zh', 'reset', 'workbench.reset'],
+  ['ja', 'reset', 'workbench.reset'],
+  ['zh', 'chinese', 'lang.zh'],
+  ['ja', 'japanese', 'lang.ja'],
+  ['zh', '日语', 'lang.ja'],
+  ['ja', '中国語', 'lang.zh'],
+  ['zh', 'cpu', 'workbench.toggleLoad'],
+  ['zh', 'sahre', 'share.board'],
+  ['ja', 'uplaod', 'files.upload'],
+  ['zh', '打开文件', 'files.open'],
+  ['ja', 'ファイルを開く', 'files.open'],
 ];
 
 describe('palette ranking: the first result of a query (what Enter runs)', () => {
   it.each(TABLE)('%s: "%s" → %s (focused pane %s)', (lng, query, expected, pane) => {
     expect(first(lng, query, pane ?? null)).toBe(expected);
+  });
+
+  it('ranks an English word first the same in zh and ja as in en', () => {
+    const english = TABLE.filter(([lng, q]) => lng === 'en' && /^[\x20-\x7e]+$/.test(q)).map((r) => r[1]);
+    for (const q of english) {
+      const en = first('en', q);
+      expect([q, first('zh', q)]).toEqual([q, en]);
+      expect([q, first('ja', q)]).toEqual([q, en]);
+    }
+  });
+
+  it('tolerates one swapped, missing or extra letter, never in short words', () => {
+    expect(scoreCommand('uplaod', { id: 'u', title: 'Upload' })).toBeGreaterThan(0);
+    expect(scoreCommand('reneww', { id: 'r', title: 'Renew this board' })).toBeGreaterThan(0);
+    expect(scoreCommand('xyz', { id: 'r', title: 'Renew this board' })).toBe(0);
+    expect(scoreCommand('rnw', { id: 'r', title: 'Unlock' })).toBe(0);
+    expect(editDistance('sahre', 'share')).toBe(1);
+    expect(editDistance('abc', 'xyz', 1)).toBe(2);
+  });
+
+  it('ranks the words typed together above the same words apart', () => {
+    const list = [
+      { id: 'board', title: 'Share with a group…' },
+      { id: 'create', title: 'Create a share group' },
+    ];
+    expect(rankCommands('share group', list)[0].id).toBe('create');
+    expect(rankCommands('share', list)[0].id).toBe('board');
+  });
+
+  it('ranks a destructive command below a harmless one matching as well', () => {
+    const list = [
+      { id: 'del', title: 'Delete group robotics', destructive: true },
+      { id: 'share', title: 'Share rv with robotics' },
+    ];
+    expect(rankCommands('robotics', list)[0].id).toBe('share');
   });
 
   it('covers at least 60 queries in the three languages', () => {

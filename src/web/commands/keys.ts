@@ -1,12 +1,19 @@
 // The palette's keyboard entry (Ctrl+K) and the help sheet's (`?`), installed on every page from the
 // root; the palette and the sheet load on first use.
 import { useEffect } from 'react';
-import { keyHelp, openKeyHelp, paletteState, togglePalette } from './registry.ts';
+import { keyHelp, openKeyHelp, openPaletteAsking, paletteState, togglePalette } from './registry.ts';
 
 export function isPaletteShortcut(
   e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'altKey' | 'shiftKey'>,
 ): boolean {
   return (e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k';
+}
+
+/** Ctrl+P (⌘P): "Open file…", as in VS Code, wherever the board's files are at hand. */
+export function isOpenFileShortcut(
+  e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'altKey' | 'shiftKey'>,
+): boolean {
+  return (e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'p';
 }
 
 /** `?` typed where it is not text: not in a field, an editor or a terminal, and no dialog open. */
@@ -42,6 +49,13 @@ export function usePaletteShortcut(): void {
         // The browser's own Ctrl+K (focus the search bar) would steal the keystroke.
         e.preventDefault();
         togglePalette();
+      } else if (isOpenFileShortcut(e) && !paletteState.open) {
+        // Only where "Open file…" is offered (a board's files are mounted); elsewhere the key is the
+        // page's (or the terminal's) as before.
+        if (openPaletteAsking('files.open')) {
+          e.preventDefault();
+          e.stopPropagation();
+        }
       } else if (
         paletteState.open &&
         e.isTrusted &&
@@ -63,6 +77,8 @@ export function usePaletteShortcut(): void {
       }
     };
     window.addEventListener('keydown', onKey, { capture: true });
+    // Focus that follows dialogs and page changes (focus-home.ts), after the first paint.
+    void import('./focus-home.ts').then((m) => m.installFocusHome());
     return () => window.removeEventListener('keydown', onKey, { capture: true });
   }, []);
 }

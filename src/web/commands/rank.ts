@@ -20,6 +20,10 @@ export interface RankInput {
   /** Other names the command answers to as well as its title (any language, e.g. the English title). */
   aliases?: readonly string[];
   keywords?: readonly string[];
+  /** Other titles scored as titles: the English one while the console speaks another language. */
+  titles?: readonly string[];
+  /** It deletes or ends something: a harmless command matching as well ranks above it. */
+  destructive?: boolean;
   context?: CommandContext;
 }
 
@@ -67,45 +71,125 @@ function fuzzy(s: string, q: string): number {
   return Math.max(0, Math.min(1, qs.length / span - first / (s.length * 4)));
 }
 
-/** The command's score for the query; 0 means it does not match and is not shown. */
-export function scoreCommand(query: string, c: RankInput, env: RankEnv = {}): number {
-  const q = normalize(query);
-  const bonus = contextBonus(c, env);
-  if (!q) return 1 + bonus;
-  const title = normalize(c.title);
+/**
+ * Optimal string alignment distance (edits, with a swap of two neighbouring letters as one), stopped
+ * early above `max`: "uplaod" is 1 from "upload", "reneww" 1 from "renew".
+ */
+export function editDistance(a: string, b: string, max = 2): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    rows.push([i]);
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        rows[0].push(j);
+        continue;
+      }
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        v = Math.min(v, rows[i - 2][j - 2] + 1);
+      rows[i].push(v);
+    }
+    if (i > 0 && Math.min(...rows[i]) > max) return max + 1;
+  }
+  return rows[a.length][b.length];
+}
+
+/** A query word typed with one slip (a swap, a letter too many, too few or wrong) for a word. */
+function typoOf(q: string, w: string): boolean {
+  if (q.length < 4 || w.length < 3) return false;
+  if (editDistance(q, w, 1) <= 1) return true;
+  // Still typing a longer word: its beginning.
+  return w.length > q.length && editDistance(q, w.slice(0, q.length), 1) <= 1;
+}
+
+/** The tier of one title for the query (see the head of the file); 0 when nothing matches. */
+function titleTier(
+  q: string,
+  qWords: string[],
+  title: string,
+  aliases: string[],
+  keywords: string[],
+): number {
   const rest = withoutCategory(title);
-  const aliases = (c.aliases ?? []).map(normalize).filter(Boolean);
-  const keywords = (c.keywords ?? []).map(normalize).filter(Boolean);
-  const qWords = words(q);
   const titleWords = words(title);
-  let base = 0;
-  if (title === q || rest === q || aliases.includes(q)) base = 1000;
-  else if (title.startsWith(q)) base = 900;
-  else if (rest?.startsWith(q)) base = 880;
-  else if (qWords.length > 0 && qWords.every((w) => titleWords.some((tw) => tw.startsWith(w)))) base = 800;
-  else if (aliases.some((a) => a.startsWith(q))) base = 750;
-  else if (title.includes(q)) base = 700;
-  else if (aliases.some((a) => a.includes(q) || words(a).some((w) => w.startsWith(q)))) base = 650;
-  else if (qWords.length > 1 && qWords.every((w) => title.includes(w))) base = 600;
-  else if (keywords.includes(q)) base = 550;
-  else if (keywords.some((k) => k.startsWith(q))) base = 500;
-  else if (keywords.some((k) => k.includes(q))) base = 400;
-  else if (
+  if (title === q || rest === q || aliases.includes(q)) return 1000;
+  if (title.startsWith(q)) return 900;
+  if (rest?.startsWith(q)) return 880;
+  // Every word starting a word of the title; the words together as typed ("share group" in "Create
+  // a share group") a little more.
+  if (qWords.length > 0 && qWords.every((w) => titleWords.some((tw) => tw.startsWith(w))))
+    return qWords.length > 1 && title.includes(q) ? 850 : 800;
+  if (aliases.some((a) => a.startsWith(q))) return 750;
+  if (title.includes(q)) return 700;
+  if (aliases.some((a) => a.includes(q) || words(a).some((w) => w.startsWith(q)))) return 650;
+  if (qWords.length > 1 && qWords.every((w) => title.includes(w))) return 600;
+  if (keywords.includes(q)) return 550;
+  if (keywords.some((k) => k.startsWith(q))) return 500;
+  if (keywords.some((k) => k.includes(q))) return 400;
+  if (
     qWords.length > 1 &&
     qWords.every(
       (w) => title.includes(w) || keywords.some((k) => k.startsWith(w)) || aliases.some((a) => a.includes(w)),
     )
   )
-    base = 350;
-  else {
-    const f = fuzzy(title, q);
-    if (f >= 0 && q.length >= 2) base = 100 + Math.round(f * 90);
-    else {
-      const fk = Math.max(-1, ...keywords.map((k) => fuzzy(k, q)));
-      if (fk >= 0.5 && q.length >= 3) base = 20 + Math.round(fk * 40);
+    return 350;
+  // Slips of the fingers: every word of the query is a word of the title (or an alias) but for one
+  // swapped, missing, extra or wrong letter; the title's words count a little more.
+  const aliasWords = aliases.flatMap(words);
+  const near = (pool: string[]) =>
+    qWords.length > 0 && qWords.every((w) => pool.some((tw) => tw.startsWith(w) || typoOf(w, tw)));
+  if (qWords.some((w) => w.length >= 4)) {
+    if (titleWords.length && near(titleWords.slice(0, 1)) && qWords.length === 1) return 330;
+    if (near(titleWords)) return 320;
+    if (near(aliasWords) || near(keywords.flatMap(words))) return 300;
+  }
+  const f = fuzzy(title, q);
+  if (f >= 0 && q.length >= 2) return 100 + Math.round(f * 90);
+  const fk = Math.max(-1, ...keywords.map((k) => fuzzy(k, q)));
+  if (fk >= 0.5 && q.length >= 3) return 20 + Math.round(fk * 40);
+  return 0;
+}
+
+/** The tier from which the query names the title itself (every word starts a word of it). */
+export const TITLE_WORDS = 800;
+
+/** What a destructive command (delete, sign out) loses against a harmless one that matches as well. */
+export const DESTRUCTIVE_PENALTY = 30;
+
+/**
+ * The command's score for the query and the length of the title that matched (ties go to the shorter);
+ * score 0 means it does not match and is not shown. Its other titles (the English one while the
+ * console speaks zh or ja) are scored as titles too, so an English word ranks the same in every language.
+ */
+function scoreWithLength(query: string, c: RankInput, env: RankEnv): { score: number; len: number } {
+  const q = normalize(query);
+  const bonus = contextBonus(c, env);
+  if (!q) return { score: 1 + bonus, len: c.title.length };
+  const aliases = (c.aliases ?? []).map(normalize).filter(Boolean);
+  const keywords = (c.keywords ?? []).map(normalize).filter(Boolean);
+  const qWords = words(q);
+  let base = 0;
+  let len = c.title.length;
+  for (const title of [c.title, ...(c.titles ?? [])]) {
+    const tier = titleTier(q, qWords, normalize(title), aliases, keywords);
+    if (tier > base) {
+      base = tier;
+      len = title.length;
     }
   }
-  return base === 0 ? 0 : base + bonus;
+  if (base === 0) return { score: 0, len };
+  // Matched by an alias or a keyword, the same in every language: ties go by the English title's
+  // length (the last title), so the first row is the same whatever the console speaks.
+  if (c.titles?.length && titleTier(q, qWords, '', aliases, keywords) === base)
+    len = c.titles[c.titles.length - 1].length;
+  return { score: Math.max(1, base + bonus - (c.destructive ? DESTRUCTIVE_PENALTY : 0)), len };
+}
+
+/** The command's score for the query; 0 means it does not match and is not shown. */
+export function scoreCommand(query: string, c: RankInput, env: RankEnv = {}): number {
+  return scoreWithLength(query, c, env).score;
 }
 
 function contextBonus(c: RankInput, env: RankEnv): number {
@@ -123,7 +207,8 @@ function contextBonus(c: RankInput, env: RankEnv): number {
  */
 export function rankCommands<T extends RankInput>(query: string, list: readonly T[], env: RankEnv = {}): T[] {
   return list
-    .map((c, i) => ({ c, i, s: scoreCommand(query, c, env), len: c.title.length }))
+    .map((c, i) => ({ c, i, ...scoreWithLength(query, c, env) }))
+    .map((x) => ({ ...x, s: x.score }))
     .filter((x) => x.s > 0)
     .sort((a, b) => b.s - a.s || a.len - b.len || a.i - b.i)
     .map((x) => x.c);

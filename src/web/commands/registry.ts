@@ -19,6 +19,8 @@ export interface PaletteOption {
   label: string;
   /** A second, quieter line of text (e.g. the board's model). */
   detail?: string;
+  /** Other words that pick it when typed (`7d` for a renewal of 7 days). */
+  keywords?: readonly string[];
 }
 
 /**
@@ -57,6 +59,8 @@ export interface PaletteCommand {
   /** Section title key with namespace (`palette:sections.navigation`). */
   section: string;
   keywords?: readonly string[];
+  /** It deletes, releases or ends something (ranked below a harmless match; confirms before acting). */
+  destructive?: boolean;
   /** Other names of the command, matched like its title (any language): "log out" for Sign out. */
   aliases?: readonly string[];
   /**
@@ -75,7 +79,23 @@ export interface PaletteCommand {
   when?: () => boolean;
   /** Asked in the palette, in order, before `run` (which gets the answers by key). */
   args?: readonly PaletteArg[];
+  /**
+   * Arguments typed with the command's verb in one go (`renew 7d`, `open notes.txt`, `share team-a`):
+   * typing a verb, a space and more offers the command with that text. `parse` turns the text into
+   * answers already given (the rest are asked) and the text the next question starts with; without
+   * it the text starts the first question.
+   */
+  quick?: {
+    verbs: readonly string[];
+    parse?: (text: string) => QuickAnswers | null | Promise<QuickAnswers | null>;
+  };
   run: (ctx: PaletteContext, args: Record<string, string>) => void | Promise<void>;
+}
+
+/** What a command's `quick.parse` makes of the text typed after its verb. */
+export interface QuickAnswers {
+  values?: Record<string, string>;
+  search?: string;
 }
 
 const sources = new Map<string, readonly PaletteCommand[]>();
@@ -137,7 +157,19 @@ export const paletteState = proxy({
    * in order. "\n" is an Enter typed among them.
    */
   pending: '',
+  /** A command to begin asking at once when the palette opens (Ctrl+P: "Open file…"), with its text. */
+  start: null as null | { id: string; text: string },
 });
+
+/** Opens the palette already asking the arguments of one command (Ctrl+P opens "Open file…"). */
+export function openPaletteAsking(id: string, text = ''): boolean {
+  const c = allCommands().find((x) => x.id === id);
+  if (!c || (c.when && !c.when())) return false;
+  if (!paletteState.open) rememberOrigin();
+  paletteState.start = { id, text };
+  paletteState.open = true;
+  return true;
+}
 
 /** The keyboard help sheet (KeyHelp.tsx). */
 export const keyHelp = proxy({ open: false });
@@ -224,9 +256,9 @@ export function commandTitle(
 type Wording = (key: string, params?: Record<string, string>) => string;
 
 /**
- * What the ranking reads of a command: its title in the current language, its aliases plus its English
- * title when the console speaks another language (people type the English words they know), and its
- * context as of now.
+ * What the ranking reads of a command: its title in the current language, its aliases, its English
+ * title as a second title when the console speaks another language (people type the English words
+ * they know, and they must rank as they do in English), and its context as of now.
  */
 export function rankInputOf(
   c: PaletteCommand,
@@ -238,8 +270,10 @@ export function rankInputOf(
   return {
     id: c.id,
     title,
-    aliases: en && en !== title ? [...(c.aliases ?? []), en] : c.aliases,
+    aliases: c.aliases,
+    titles: en && en !== title ? [en] : undefined,
     keywords: c.keywords,
+    destructive: c.destructive,
     context: typeof c.context === 'function' ? c.context() : c.context,
     cmd: c,
   };

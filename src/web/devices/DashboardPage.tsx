@@ -2,7 +2,6 @@
 // with time left, and the 10 most recent applies.
 import { useEffect } from 'react';
 import { useTranslation } from 'react-i18next';
-import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { BOARD_STATES, type BoardState } from '#shared/boards.ts';
 import type { ApplyHistoryItem, LeaseDto } from '#shared/leases.ts';
@@ -11,6 +10,7 @@ import { StateBadge } from '#web/boards/StateBadge.tsx';
 import { boards, leases, loadCounts, loadLeases, loadRecentApplies, remainingAt } from '#web/boards/store.ts';
 import { dateTimeText, timeLeftText, usePerfNow } from '#web/boards/time.ts';
 import { Button, Card, cx } from '#web/components/ui.tsx';
+import { useNavigate } from '#web/router/router.tsx';
 import { installDeviceCommands } from './commands.ts';
 
 const bar: Record<BoardState, string> = {

@@ -2,9 +2,8 @@
 // of the time left. One board is selected (mouse or ↑↓); Start opens it in the workbench. Every action
 // has a button, a key (Enter, F2, R, Del, A, F flash, H flash history, Space to pick boards for a
 // multi-board flash) and a palette command.
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { FlashPerm } from '#shared/flash.ts';
 import type { LeaseDto } from '#shared/leases.ts';
@@ -21,11 +20,17 @@ import { Icon } from '#web/components/icons.tsx';
 import { Button, Card, cx, EmptyState, IconButton, Kbd } from '#web/components/ui.tsx';
 import { FlashRowActions } from '#web/flash/BoardFlash.tsx';
 import { flash, openHistory, openWizard } from '#web/flash/state.ts';
-import { WaitingList } from '#web/queue/QueuePanel.tsx';
-import { SharedWithMe } from '#web/share/SharedWithMe.tsx';
+import { useNavigate } from '#web/router/router.tsx';
 import { session } from '#web/state/session.ts';
 import { beginRename, hostLeaseDialogs, installDeviceCommands } from './commands.ts';
 import { InlineName, LeaseDialogs } from './LeaseDialogs.tsx';
+
+// The waiting list and the shells shared with me show only once they have entries: their code loads
+// after the first paint, beside their data.
+const WaitingList = lazy(() => import('#web/queue/QueuePanel.tsx').then((m) => ({ default: m.WaitingList })));
+const SharedWithMe = lazy(() =>
+  import('#web/share/SharedWithMe.tsx').then((m) => ({ default: m.SharedWithMe })),
+);
 
 const HOUR = 3_600_000;
 
@@ -179,9 +184,13 @@ export default function MainboardPage() {
         </div>
       </div>
 
-      <WaitingList className="mb-4" />
+      <Suspense fallback={null}>
+        <WaitingList className="mb-4" />
+      </Suspense>
       <div className="mb-4">
-        <SharedWithMe hideWhenEmpty />
+        <Suspense fallback={null}>
+          <SharedWithMe hideWhenEmpty />
+        </Suspense>
       </div>
       <Card className="overflow-hidden">
         <Loadable req={snap.mine} onRetry={() => void loadLeases()} skeleton={<SkeletonRows />}>
@@ -235,7 +244,10 @@ export default function MainboardPage() {
           }
         </Loadable>
       </Card>
-      <p className="mt-3 hidden items-center gap-1.5 text-[11px] text-zinc-400 sm:flex">
+      <p
+        className="mt-3 hidden items-center gap-1.5 text-[11px] text-zinc-400 sm:flex pointer-coarse:hidden!"
+        data-key-hints
+      >
         <Kbd>↑</Kbd>
         <Kbd>↓</Kbd>
         <span className="mr-2">{t('mainboard.keys')}</span>

@@ -110,6 +110,7 @@ function perLease(): PaletteCommand[] {
         keywords: kw,
         context,
         aliases: ['release'],
+        destructive: true,
         shortcut: ['Del'],
         icon: 'lock',
         run: (ctx) => openLeaseDialog(ctx, { kind: 'unlock', deviceId: l.deviceId }),
@@ -119,7 +120,6 @@ function perLease(): PaletteCommand[] {
   return out;
 }
 
-/** The held boards as palette choices, the one in front of the user first. */
 /**
  * "Renew a board…": asks which board (any held one, from any page) and until when (the durations of a
  * lease added to its current end, capped at the latest allowed, or the latest), then renews in place.
@@ -131,6 +131,11 @@ export const renewAsking: PaletteCommand = {
   keywords: ['renew', 'extend', 'lease', 'time'],
   aliases: ['extend a board'],
   icon: 'refresh',
+  // Its parsing loads with the palette's first quick renewal, not with the page.
+  quick: {
+    verbs: ['renew', 'extend', '续期', '延长', '延長', '更新'],
+    parse: (text) => import('./renew-quick.ts').then((m) => m.parseRenew(text)),
+  },
   when: () => (dataOf(leases.mine)?.items.length ?? 0) > 0,
   args: [
     { key: 'deviceId', promptKey: 'devices:palette.whichBoard', options: heldBoardChoices },
@@ -150,6 +155,7 @@ export const renewAsking: PaletteCommand = {
           seen.add(ms);
           out.push({
             value: String(ms),
+            keywords: [key, t(`devices:duration.${key}`)],
             label: dateTimeText(lng, new Date(ms)),
             detail:
               ms === latest
@@ -213,7 +219,14 @@ export function installDeviceCommands(): void {
   subscribe(leases, sync);
   if (readToken()) {
     if (leases.mine.status === 'idle') void loadLeases();
-    realtime.start();
+    // The realtime channel brings the STOMP client and zod (88 KB gzip): started once the page is
+    // idle (at most a second late), off the first load of /mainboard. Topics wait for it; a sign-out
+    // before then leaves it unstarted.
+    const start = () => {
+      if (readToken()) realtime.start();
+    };
+    if (window.requestIdleCallback) window.requestIdleCallback(start, { timeout: 1000 });
+    else window.setTimeout(start, 300);
     watchLeaseNotices();
   }
 }

@@ -328,6 +328,13 @@ function ImagePicker({
       }),
     [images, boards],
   );
+  // The image with the focus is the chosen one: the first that fits is chosen as it takes the focus,
+  // so Enter goes on with it (it said "Choose an image" while one was visibly focused).
+  const firstFit = rows.find((r) => r.fit.ok)?.img.tag;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only when nothing is chosen yet.
+  useEffect(() => {
+    if (value === null && firstFit) onChange(firstFit);
+  }, [value, firstFit]);
   if (dataOf(req) === undefined) {
     if (req.status === 'failed')
       return <Alert tone="danger">{t('catalogue.loadFailed', { error: req.error })}</Alert>;
@@ -435,7 +442,9 @@ function ImagePicker({
           </Radio>
         ))}
       </RadioGroup>
-      <p className="mt-2 text-[11px] text-zinc-400">{t('wizard.keysHint')}</p>
+      <p className="mt-2 text-[11px] text-zinc-400 pointer-coarse:hidden!" data-key-hints>
+        {t('wizard.keysHint')}
+      </p>
     </form>
   );
 }

@@ -14,6 +14,7 @@ import { CopyButton } from '#web/components/CopyButton.tsx';
 import { Modal } from '#web/components/Modal.tsx';
 import { Alert, Button, Card, cx, EmptyState, Field, IconButton, Input } from '#web/components/ui.tsx';
 import { formatSize } from '#web/files/format.ts';
+import { useSearchParams } from '#web/router/router.tsx';
 import { notify } from '#web/state/notices.ts';
 import { session } from '#web/state/session.ts';
 import { quotaShare, shortSha } from './format.ts';
@@ -23,7 +24,16 @@ export default function ImageCataloguePage() {
   const { t } = useTranslation('flash');
   const snap = useSnapshot(flash);
   const { perms, id: userId } = useSnapshot(session);
-  const [uploading, setUploading] = useState(false);
+  // "Upload an image…" in the palette comes here with ?upload: the dialog opens at once.
+  const [params, setParams] = useSearchParams();
+  const [uploading, setUploadingState] = useState(() => params.has('upload'));
+  const setUploading = (v: boolean) => {
+    setUploadingState(v);
+    if (!v && params.has('upload')) setParams({}, { replace: true });
+  };
+  useEffect(() => {
+    if (params.has('upload')) setUploadingState(true);
+  }, [params]);
   const [retiring, setRetiring] = useState<FlashImageDto | null>(null);
   const canUpload = hasPermission([FlashPerm.add], perms);
   const canPublish = hasPermission([FlashPerm.addImage], perms);

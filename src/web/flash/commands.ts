@@ -11,6 +11,7 @@ import { type PaletteCommand, registerCommands } from '#web/commands/registry.ts
 import { formatSize } from '#web/files/format.ts';
 import { currentLanguage, t } from '#web/i18n/i18n.ts';
 import { notify } from '#web/state/notices.ts';
+import { session } from '#web/state/session.ts';
 import { watchFlash } from './live.ts';
 import {
   boardName,
@@ -87,6 +88,21 @@ function flashAsking(): PaletteCommand {
     aliases: ['flash a board', 'install an image'],
     icon: 'upload',
     perms: [FlashPerm.add],
+    // `flash <image>`: the board in front (else asked), the image searched by the text; then confirmed.
+    quick: {
+      verbs: ['flash', '烧录', '刷机', '書き込み'],
+      parse: (text) => {
+        const front = session.applyInfo?.deviceId;
+        const held = dataOf(leases.mine)?.items ?? [];
+        const board =
+          front && held.some((l) => l.deviceId === front)
+            ? front
+            : held.length === 1
+              ? held[0].deviceId
+              : null;
+        return board ? { values: { deviceId: board }, search: text } : null;
+      },
+    },
     when: () => (dataOf(leases.mine)?.items.length ?? 0) > 0,
     args: [
       {
@@ -160,6 +176,16 @@ const fixed: PaletteCommand[] = [
     icon: 'image',
     perms: [FlashPerm.view],
     run: (ctx) => ctx.navigate(CATALOGUE_PATH),
+  },
+  {
+    id: 'flash.upload',
+    titleKey: 'flash:palette.upload',
+    section: SECTION,
+    keywords: ['upload', 'image', 'os', 'add image', 'catalogue'],
+    aliases: ['upload image', 'add an image', 'new image'],
+    icon: 'upload',
+    perms: [FlashPerm.add],
+    run: (ctx) => ctx.navigate(`${CATALOGUE_PATH}?upload`),
   },
   {
     id: 'flash.many',

@@ -177,13 +177,33 @@ export async function refreshMulti(multiId: string): Promise<void> {
   }
 }
 
+/**
+ * Boards whose flash this tab is asking for. The service may publish the board's new state (flashing)
+ * before its answer names the job; that change is the flash's too, and is not toasted.
+ */
+const starting = new Map<string, number>();
+async function whileStarting<T>(deviceIds: readonly string[], ask: () => Promise<T>): Promise<T> {
+  for (const id of deviceIds) starting.set(id, (starting.get(id) ?? 0) + 1);
+  try {
+    return await ask();
+  } finally {
+    for (const id of deviceIds) {
+      const n = (starting.get(id) ?? 1) - 1;
+      if (n > 0) starting.set(id, n);
+      else starting.delete(id);
+    }
+  }
+}
+
 /** post-flash (the spec's call): answers the queued job and opens its view. */
 export async function startFlash(deviceId: string, flashImageTag: string): Promise<FlashJobDto> {
   const lease = leaseOf(deviceId);
-  const job = await call(
-    FlashCalls.postFlash,
-    { applyId: null, flashImageTag, deviceId, serverName: lease?.serverName },
-    { silent: true },
+  const job = await whileStarting([deviceId], () =>
+    call(
+      FlashCalls.postFlash,
+      { applyId: null, flashImageTag, deviceId, serverName: lease?.serverName },
+      { silent: true },
+    ),
   );
   applyJob(job);
   openJob(deviceId);
@@ -197,13 +217,15 @@ export async function startMultiFlash(
   flashImageTag: string,
   imageName = flashImageTag,
 ): Promise<MultiFlash> {
-  const res = await call(
-    FlashCalls.postMultiFlash,
-    {
-      flashImageTag,
-      devices: deviceIds.map((deviceId) => ({ deviceId, serverName: leaseOf(deviceId)?.serverName })),
-    },
-    { silent: true },
+  const res = await whileStarting(deviceIds, () =>
+    call(
+      FlashCalls.postMultiFlash,
+      {
+        flashImageTag,
+        devices: deviceIds.map((deviceId) => ({ deviceId, serverName: leaseOf(deviceId)?.serverName })),
+      },
+      { silent: true },
+    ),
   );
   const rows: MultiRow[] = deviceIds.map((deviceId) => {
     const r = res.results.find((x) => x.deviceId === deviceId);
@@ -270,7 +292,7 @@ const EXPLAINS_MS = 20_000;
  * then the flash's own view and toast tell the story, and a toast per state change would repeat it.
  */
 export function flashExplains(deviceId: string, now = performance.now()): boolean {
-  if (flashingNow(deviceId)) return true;
+  if (starting.has(deviceId) || flashingNow(deviceId)) return true;
   const at = endedAt.get(deviceId);
   return at !== undefined && now - at < EXPLAINS_MS;
 }

@@ -2,6 +2,7 @@
 // flash progress, the queue, share invitations), installed once the account has loaded. A chunk of
 // its own that Root fetches while the account loads: a visitor who is not signed in never needs it,
 // and the first page does not carry it.
+import { installAdminCommands } from '#web/admin/commands.ts';
 import { installDeviceCommands } from '#web/devices/commands.ts';
 import { installFlashCommands } from '#web/flash/commands.ts';
 import { startKeymapSync } from '#web/keymap/sync.ts';
@@ -17,6 +18,7 @@ export function installFeatureCommands(): void {
   installFlashCommands();
   installQueueCommands();
   installShareCommands();
+  installAdminCommands();
   // Sequences' commands carry their calls' schemas: loaded after the first paint, off the first load.
   void withZod(() => import('#web/sequences/commands.ts'))().then((m) => m.installSequenceCommands());
 }

@@ -2,9 +2,9 @@
 import { Command } from 'cmdk';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { isMac } from '#web/commands/keys.ts';
+import { matchOptions, quickMatches } from '#web/commands/options.ts';
 import {
   type CommandContext,
   emptyQueryOrder,
@@ -12,6 +12,8 @@ import {
   type RankInput,
   rankCommands,
   readRecent,
+  scoreCommand,
+  TITLE_WORDS,
 } from '#web/commands/rank.ts';
 import {
   closePalette,
@@ -21,6 +23,7 @@ import {
   type PaletteOption,
   paletteOrigin,
   paletteState,
+  type QuickAnswers,
   rankInputOf,
   restoreOriginFocus,
   useCommands,
@@ -29,6 +32,7 @@ import { commandShortcut } from '#web/commands/shortcut.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { ShortcutKeys } from '#web/components/ShortcutKeys.tsx';
 import { Kbd } from '#web/components/ui.tsx';
+import { useNavigate } from '#web/router/router.tsx';
 import { keymapState } from '#web/state/keymap.ts';
 import { session } from '#web/state/session.ts';
 
@@ -96,9 +100,7 @@ function AskList({
         setOptions(o);
         // The first answer is chosen, as the first command is: cmdk would keep the previous step's
         // row as its value (gone now), and Enter would find no row to take.
-        const first = o.find(
-          (x) => !q || x.label.toLowerCase().includes(q) || x.value.toLowerCase().includes(q),
-        );
+        const first = matchOptions(search, o)[0];
         if (first) onSelect(`option ${first.value}`);
       },
       () => live && setOptions([]),
@@ -107,12 +109,15 @@ function AskList({
       live = false;
     };
   }, []);
-  const q = search.trim().toLowerCase();
   const shown = arg.complete
     ? (options ?? []).filter((o) => completedFor === typedNow || o.value.startsWith(typedNow))
-    : (options ?? []).filter(
-        (o) => !q || o.label.toLowerCase().includes(q) || o.value.toLowerCase().includes(q),
-      );
+    : matchOptions(search, options ?? []);
+  // Typing among choices chooses the best match at once ("7" → 7 days), as the command list does.
+  const best = arg.complete ? undefined : shown[0]?.value;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: follows the typed text and the loaded choices only.
+  useEffect(() => {
+    if (best !== undefined) onSelect(`option ${best}`);
+  }, [best, typedNow]);
   const typed = search.trim();
   const offerTyped =
     typed &&
@@ -194,6 +199,15 @@ export default function Palette() {
       setAsk(null);
     } else paletteState.pending = '';
   }, [open]);
+  // Opened to ask one command's arguments at once (Ctrl+P: "Open file…").
+  const { start } = useSnapshot(paletteState);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: acts once per request; run reads the latest state.
+  useLayoutEffect(() => {
+    if (!open || !start) return;
+    paletteState.start = null;
+    const c = commands.find((x) => x.id === start.id);
+    if (c) run(c, start.text);
+  }, [open, start]);
   // An Enter that waited among the typed-ahead keys: pressed once the keys before it are in the field.
   const [enterDue, setEnterDue] = useState(false);
   // Frames an Enter has waited for the answers of an asking command to load.
@@ -212,8 +226,7 @@ export default function Palette() {
     if (!enterDue) return;
     // This render has the search with the keys typed before the Enter.
     if (!ask) {
-      const top = search.trim() ? groups[0]?.[1][0] : undefined;
-      if (top) run(top.cmd);
+      if (search.trim()) runTop();
       setEnterDue(false);
       return;
     }
@@ -274,6 +287,49 @@ export default function Palette() {
     return out;
   }, [rows, search, origin]);
 
+  // "verb text" (`renew 7d`): the commands taking that verb, with the text as their arguments, first.
+  // A query that names the command itself ("renew a board") is its title, not arguments.
+  const quick = useMemo(
+    () =>
+      ask
+        ? []
+        : quickMatches(search, rows).filter(
+            (m) => scoreCommand(search, { ...m.row, context: undefined }) < TITLE_WORDS,
+          ),
+    [ask, search, rows],
+  );
+  // Another command named by the query ("Flash flash-one…" for "flash flash-one") stays first: the
+  // quick rows come after the ranked ones then.
+  const quickFirst = useMemo(() => {
+    const top = search.trim() ? groups[0]?.[1][0] : undefined;
+    return !top || scoreCommand(search, { ...top, context: undefined }) < TITLE_WORDS;
+  }, [groups, search]);
+  // Commands that arrive while the palette is open (a page's own, registered when the browser is idle)
+  // re-rank the list under what was typed. cmdk keeps its selection on the row it had, so an Enter
+  // ran what had been first before they came: the selection follows the first row, unless the user
+  // moved it away from there.
+  const top = groups[0]?.[1][0];
+  const firstRow = ask
+    ? ''
+    : (quick[0] && (quickFirst || !top)
+        ? `quick ${quick[0].row.cmd.id} ${quick[0].text}`
+        : top
+          ? `${top.cmd.id} ${top.title}`
+          : ''
+      ).trim();
+  const shownFirst = useRef('');
+  useLayoutEffect(() => {
+    const before = shownFirst.current;
+    shownFirst.current = firstRow;
+    if (firstRow && before && firstRow !== before && selectedRow === before) setSelectedRow(firstRow);
+  }, [firstRow, selectedRow]);
+  /** Runs the first row (what Enter runs): a quick command with its text, or the best ranked one. */
+  const runTop = () => {
+    const top = groups[0]?.[1][0];
+    if (quick[0] && (quickFirst || !top)) run(quick[0].row.cmd, quick[0].text);
+    else if (top) run(top.cmd);
+  };
+
   const finish = (c: PaletteCommand, values: Record<string, string>) => {
     pushRecent(c.id);
     closePalette();
@@ -281,11 +337,36 @@ export default function Palette() {
     setAsk(null);
     void c.run({ navigate, close: closePalette }, values);
   };
-  const run = (c: PaletteCommand) => {
-    if (c.args?.length) {
+  /** Runs a command, asking its arguments first; `text`: typed with its verb (see PaletteCommand.quick). */
+  const run = (c: PaletteCommand, text?: string) => {
+    if (!c.args?.length) {
+      finish(c, {});
+      return;
+    }
+    if (text === undefined) {
       setSearch('');
       setAsk({ cmd: c, title: commandTitle(c, (k, p) => t(k, p)), step: 0, values: {}, error: '' });
-    } else finish(c, {});
+      return;
+    }
+    const begin = (parsed: QuickAnswers | null) => {
+      const args = c.args ?? [];
+      const values: Record<string, string> = { ...(parsed?.values ?? {}) };
+      // The first question not answered by the text (those that do not apply are passed over).
+      let step = 0;
+      while (step < args.length && (args[step].key in values || args[step].skip?.(values))) {
+        values[args[step].key] ??= '';
+        step++;
+      }
+      if (step >= args.length) {
+        finish(c, values);
+        return;
+      }
+      setSearch(parsed ? (parsed.search ?? '') : text);
+      setAsk({ cmd: c, title: commandTitle(c, (k, p) => t(k, p)), step, values, error: '' });
+    };
+    const parsed = c.quick?.parse ? c.quick.parse(text) : { search: text };
+    if (parsed instanceof Promise) parsed.then(begin, () => begin(null));
+    else begin(parsed);
   };
   const answer = (value: string) => {
     if (!ask) return;
@@ -314,6 +395,29 @@ export default function Palette() {
     else setAsk({ ...ask, step: prev, error: '' });
   };
 
+  const quickRows = quick.length ? (
+    <Command.Group>
+      {quick.map(({ row, text }) => (
+        <Command.Item
+          key={`quick ${row.cmd.id}`}
+          value={`quick ${row.cmd.id} ${text}`}
+          onSelect={() => run(row.cmd, text)}
+          data-command={row.cmd.id}
+          data-quick={text}
+          className={ITEM}
+        >
+          <Icon name={row.cmd.icon ?? 'arrowRight'} size={15} className="shrink-0 text-zinc-400" />
+          <span className="min-w-0 flex-1 truncate">
+            {row.title}{' '}
+            <span className="rounded bg-zinc-100 px-1 font-mono text-[12px] dark:bg-zinc-800">{text}</span>
+          </span>
+          <span className="hidden sm:group-data-[selected=true]/item:inline-flex" data-enter-hint>
+            <Kbd>↵</Kbd>
+          </span>
+        </Command.Item>
+      ))}
+    </Command.Group>
+  ) : null;
   return (
     <Command.Dialog
       open={open}
@@ -373,10 +477,9 @@ export default function Palette() {
               // Enter typed in between found no selected row and was lost, and the next keys joined
               // the query. The first row is what Enter runs, so it runs it.
               const selected = document.querySelector('[cmdk-root] [cmdk-item][aria-selected="true"]');
-              const top = groups[0]?.[1][0];
-              if (!selected && top) {
+              if (!selected && (quick[0] || groups[0]?.[1][0])) {
                 e.preventDefault();
-                run(top.cmd);
+                runTop();
               }
             }
           }}
@@ -387,7 +490,7 @@ export default function Palette() {
           }
           className="h-12 flex-1 bg-transparent text-sm text-zinc-900 outline-none placeholder:text-zinc-400 dark:text-zinc-100"
         />
-        <Kbd>Esc</Kbd>
+        <Kbd className="pointer-coarse:hidden!">Esc</Kbd>
       </div>
       <Command.List className="max-h-[min(420px,60vh)] overflow-y-auto overscroll-contain p-1.5">
         {ask ? (
@@ -404,6 +507,7 @@ export default function Palette() {
             {t('empty')}
           </Command.Empty>
         )}
+        {quickFirst ? quickRows : null}
         {(ask ? [] : groups).map(([section, list]) => (
           <Command.Group
             key={section || 'ranked'}
@@ -440,8 +544,13 @@ export default function Palette() {
             ))}
           </Command.Group>
         ))}
+        {quickFirst ? null : quickRows}
       </Command.List>
-      <div className="flex items-center justify-between border-t border-zinc-100 px-3 py-2 text-[11px] text-zinc-400 dark:border-zinc-800">
+      {/* Key hints mean nothing on a touch screen: hidden there. */}
+      <div
+        className="flex items-center justify-between border-t border-zinc-100 px-3 py-2 text-[11px] text-zinc-400 pointer-coarse:hidden! dark:border-zinc-800"
+        data-key-hints
+      >
         <span className="flex items-center gap-1.5">
           <Kbd>↑</Kbd>
           <Kbd>↓</Kbd>

@@ -2,12 +2,12 @@
 // workbench (an apply of their own on the owner's lease). On /mainboard and /share.
 import { useEffect } from 'react';
 import { useTranslation } from 'react-i18next';
-import { useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { startAndOpen } from '#web/boards/start.ts';
 import { dataOf } from '#web/boards/store.ts';
 import { timeLeftText } from '#web/boards/time.ts';
 import { Button, Card } from '#web/components/ui.tsx';
+import { useNavigate } from '#web/router/router.tsx';
 import { loadShared, share, watchShareNotices } from './state.ts';
 
 export function SharedWithMe({ hideWhenEmpty }: { hideWhenEmpty?: boolean }) {
