@@ -31,6 +31,7 @@ import { appState } from '#web/state/app.ts';
 import { registerEditorCommands } from './commands.ts';
 import { formatSize } from './format.ts';
 import { languageFor, languageLabel } from './languages.ts';
+import { keepTabs, restoreTabs } from './persist.ts';
 import {
   closeTab,
   documentOf,
@@ -66,6 +67,8 @@ export function EditorPane({ applyId, deviceId, className }: EditorPaneProps) {
   const snap = useSnapshot(store);
   const theme = useSnapshot(appState).theme;
   const hostRef = useRef<HTMLDivElement>(null);
+  // The focus was asked for while the file was still loading (Enter in the tree, "Open file…").
+  const focusDue = useRef(false);
   const viewRef = useRef<EditorView | null>(null);
   const activeRef = useRef<string | null>(null);
   const ui = useMemo(() => uiOf(applyId), [applyId]);
@@ -149,10 +152,18 @@ export function EditorPane({ applyId, deviceId, className }: EditorPaneProps) {
     });
     viewRef.current = view;
     saveActive.set(applyId, () => saveRef.current());
-    focusTargets.set(`editor:${applyId}`, () => view.focus());
+    // A file still loading has no visible editor to focus yet: the focus is taken once its text shows.
+    focusTargets.set(`editor:${applyId}`, () => {
+      if (hostRef.current?.getClientRects().length) view.focus();
+      else focusDue.current = true;
+    });
     const off = registerEditorCommands(applyId, deviceId);
+    // After a reload the files that were open come back (persist.ts).
+    restoreTabs(applyId);
+    const unkeep = keepTabs(applyId);
     return () => {
       off();
+      unkeep();
       saveActive.delete(applyId);
       focusTargets.delete(`editor:${applyId}`);
       view.destroy();
@@ -175,6 +186,10 @@ export function EditorPane({ applyId, deviceId, className }: EditorPaneProps) {
     }
     if (view.state !== state) view.setState(state);
     view.dispatch({ effects: themeSlot.reconfigure(themeExt(theme === 'dark')) });
+    if (focusDue.current) {
+      focusDue.current = false;
+      requestAnimationFrame(() => view.focus());
+    }
   }, [applyId, active?.path, active?.kind, active?.version, theme]);
 
   const tryClose = (path: string) => {

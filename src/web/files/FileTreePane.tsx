@@ -11,6 +11,7 @@ import { notify } from '#web/state/notices.ts';
 import { listDir } from './api.ts';
 import { registerTreeCommands } from './commands.ts';
 import { startTreeWatch } from './live.ts';
+import { keepTree, restoreTree } from './persist.ts';
 import {
   dataOf,
   download,
@@ -28,6 +29,7 @@ import {
 import { TransferList } from './TransferList.tsx';
 import { TreeDialogs } from './TreeDialogs.tsx';
 import { expandable, rowId, ToolbarText, TreeRow } from './TreeRow.tsx';
+import { TYPE_AHEAD_MS, typeAheadMatch } from './type-ahead.ts';
 import { focusTargets, pickers, uiOf } from './ui.ts';
 
 export interface FileTreePaneProps {
@@ -55,12 +57,16 @@ export function FileTreePane({ applyId, deviceId, initialPath = '/', className }
   const tree = useSnapshot(store);
   const uiSnap = useSnapshot(ui);
   const treeRef = useRef<HTMLDivElement>(null);
+  const typeAhead = useRef({ text: '', at: 0 });
   const pickerRef = useRef<HTMLInputElement>(null);
   const [dropFolder, setDropFolder] = useState<string | null>(null);
   const domId = `files-${applyId}`;
 
   useEffect(() => {
-    if (!store.folders[store.root]) setRoot(applyId, store.root === '/' ? initialPath : store.root);
+    // After a reload the tree comes back to the folder it showed (persist.ts).
+    if (!store.folders[store.root] && !(store.root === '/' && restoreTree(applyId)))
+      setRoot(applyId, store.root === '/' ? initialPath : store.root);
+    return keepTree(applyId);
   }, [applyId, initialPath, store]);
 
   useEffect(() => {
@@ -185,16 +191,18 @@ export function FileTreePane({ applyId, deviceId, initialPath = '/', className }
         break;
       default:
         if (e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey) {
-          // Type-ahead: the next entry whose name starts with the letter.
-          const k = e.key.toLowerCase();
-          const n = entryRows.length;
-          for (let step = 1; step <= n; step++) {
-            const r = entryRows[(selectedIndex + step + n) % n];
-            if (r.entry?.name.toLowerCase().startsWith(k)) {
-              select(applyId, r.entry.path);
-              break;
-            }
-          }
+          // Type-ahead: letters typed in quick succession make a word; the first entry from the
+          // selection on whose name starts with it. A single letter moves on to the next such entry.
+          const now = Date.now();
+          const ta = typeAhead.current;
+          ta.text = now - ta.at < TYPE_AHEAD_MS ? ta.text + e.key.toLowerCase() : e.key.toLowerCase();
+          ta.at = now;
+          const target = typeAheadMatch(
+            entryRows.map((r) => r.entry?.name ?? ''),
+            selectedIndex,
+            ta.text,
+          );
+          if (target >= 0) select(applyId, (entryRows[target].entry as FileEntryDto).path);
           break;
         }
         return;

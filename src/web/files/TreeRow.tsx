@@ -28,7 +28,7 @@ export function ToolbarText({
       aria-label={label}
       title={label}
       onClick={onClick}
-      className="inline-flex h-7 min-w-7 items-center justify-center rounded-md px-1 font-mono text-[11px] font-semibold text-zinc-500 hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100"
+      className="inline-flex h-7 min-w-7 items-center justify-center rounded-md px-1 font-mono text-[11px] font-semibold pointer-coarse:h-11 pointer-coarse:min-w-11 text-zinc-500 hover:bg-zinc-100 hover:text-zinc-900 focus-ring dark:text-zinc-400 dark:hover:bg-zinc-800 dark:hover:text-zinc-100"
     >
       {children}
     </button>
@@ -76,6 +76,8 @@ export function TreeRow(props: {
 }) {
   const { entry, depth, lng, expanded, selected } = props;
   const canExpand = expandable(entry);
+  // A finger has no double tap to spare: a tap opens, as on a phone's file app.
+  const touch = useRef(false);
   return (
     // biome-ignore lint/a11y/useFocusableInteractive: the tree container holds focus (aria-activedescendant)
     // biome-ignore lint/a11y/useKeyWithClickEvents: the tree container handles the keys of every row
@@ -87,12 +89,20 @@ export function TreeRow(props: {
       aria-expanded={canExpand ? expanded : undefined}
       data-path={entry.path}
       data-type={entry.type}
-      onClick={props.onSelect}
-      onDoubleClick={props.onActivate}
+      onPointerDown={(e) => {
+        touch.current = e.pointerType === 'touch' || e.pointerType === 'pen';
+      }}
+      onClick={() => {
+        props.onSelect();
+        if (touch.current) props.onActivate();
+      }}
+      onDoubleClick={() => {
+        if (!touch.current) props.onActivate();
+      }}
       onDragOver={props.onDragOver}
       onDrop={props.onDrop}
       className={cx(
-        'grid cursor-default grid-cols-[minmax(0,1fr)_4.5rem] items-center gap-2 py-[3px] pr-2 select-none @md:grid-cols-[minmax(0,1fr)_4.5rem_8rem_5.5rem]',
+        'grid cursor-default grid-cols-[minmax(0,1fr)_4.5rem] items-center gap-2 py-[3px] pr-2 select-none pointer-coarse:min-h-11 @md:grid-cols-[minmax(0,1fr)_4.5rem_8rem_5.5rem]',
         selected
           ? 'bg-sky-100 text-zinc-900 dark:bg-sky-900/40 dark:text-zinc-50'
           : 'hover:bg-zinc-50 dark:hover:bg-zinc-900',
@@ -105,7 +115,7 @@ export function TreeRow(props: {
             type="button"
             tabIndex={-1}
             aria-hidden="true"
-            className="inline-flex h-4 w-4 shrink-0 items-center justify-center text-zinc-400"
+            className="inline-flex h-4 w-4 shrink-0 items-center justify-center text-zinc-400 pointer-coarse:h-11 pointer-coarse:w-7"
             onClick={(e) => {
               e.stopPropagation();
               props.onToggle();

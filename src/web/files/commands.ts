@@ -7,12 +7,15 @@ import { t } from '#web/i18n/i18n.ts';
 import { notify } from '#web/state/notices.ts';
 import { listDir } from './api.ts';
 import { completeFolder } from './complete.ts';
+import { completeFiles, forgetIndex } from './find.ts';
 import {
   closeTab,
   download,
   editorOf,
   errorText,
+  openFile,
   refreshTree,
+  select,
   setRoot,
   targetFolder,
   treeOf,
@@ -26,10 +29,94 @@ function selectedEntry(applyId: string) {
   return tree.selected ? tree.known[tree.selected] : undefined;
 }
 
+/** The entry at a path: as listed in the tree, else its folder is listed to find it. */
+async function entryAt(applyId: string, path: string) {
+  const known = treeOf(applyId).known[path];
+  if (known) return known;
+  const listed = await listDir(applyId, parentOf(path));
+  return listed.entries.find((e) => e.path === path) ?? null;
+}
+
+/** A path typed or chosen in the palette, made absolute from the tree's folder (null: outside the root). */
+function absolute(applyId: string, v: string): string | null {
+  return normalizeBoardPath(v.trim().replace(/\/+$/, '') || '/', treeOf(applyId).root);
+}
+
+/** A path of the board, completed over its files as typed ('files': files only; 'any': folders too). */
+function boardPathArg(applyId: string, promptKey: string, kinds: 'files' | 'any') {
+  return {
+    key: 'path',
+    promptKey,
+    complete: (typed: string) =>
+      completeFiles(applyId, treeOf(applyId).root, typed, Object.values(treeOf(applyId).known), kinds),
+    validate: (v: string) => (absolute(applyId, v) ? null : t('files:errors.path.outside_root')),
+  };
+}
+
+/** "Open file…" (Ctrl+P): the board's files completed as typed; a file opens in the editor, focused. */
+function openFileCommand(applyId: string): PaletteCommand {
+  return {
+    id: 'files.open',
+    titleKey: 'files:palette.open',
+    section: SECTION,
+    context: 'files',
+    shortcut: ['Ctrl', 'P'],
+    keywords: ['open', 'file', 'quick open', 'find file', 'edit'],
+    aliases: ['open file', 'quick open', 'go to file', 'find file', 'edit file'],
+    quick: { verbs: ['open', 'edit', 'o'] },
+    args: [boardPathArg(applyId, 'files:palette.openAsk', 'files')],
+    run: async (_ctx, { path }) => {
+      const target = absolute(applyId, path) ?? '/';
+      try {
+        const entry = await entryAt(applyId, target);
+        if (!entry) throw new Error(t('files:palette.notFound', { path: target }));
+        if (entry.type === 'dir') {
+          setRoot(applyId, target);
+          setTimeout(() => focusTargets.get(`tree:${applyId}`)?.(), 0);
+          return;
+        }
+        if (treeOf(applyId).known[target]) select(applyId, target);
+        // Asked now: the editor takes the focus once the file's text shows.
+        setTimeout(() => focusTargets.get(`editor:${applyId}`)?.(), 0);
+        await openFile(applyId, target);
+      } catch (err) {
+        notify('error', t('files:palette.openFailed', { path: target, error: errorText(err) }));
+      }
+    },
+  };
+}
+
+/** "Download…": any file or folder of the board, completed as typed (a folder comes as a .tar). */
+function downloadAskCommand(applyId: string, deviceId: string): PaletteCommand {
+  return {
+    id: 'files.downloadAsk',
+    titleKey: 'files:palette.downloadAsk',
+    section: SECTION,
+    context: 'files',
+    keywords: ['download', 'get', 'save', 'fetch', 'scp'],
+    aliases: ['download file', 'download a file', 'get file'],
+    quick: { verbs: ['download', 'get'] },
+    args: [boardPathArg(applyId, 'files:palette.downloadAskPrompt', 'any')],
+    run: async (_ctx, { path }) => {
+      const target = absolute(applyId, path) ?? '/';
+      try {
+        const entry = await entryAt(applyId, target);
+        if (!entry) throw new Error(t('files:palette.notFound', { path: target }));
+        await download(deviceId, entry);
+      } catch (err) {
+        notify('error', t('files:palette.openFailed', { path: target, error: errorText(err) }));
+      }
+    },
+  };
+}
+
 export function registerTreeCommands(applyId: string, deviceId: string): () => void {
   const ui = uiOf(applyId);
   const hasSelection = () => !!selectedEntry(applyId);
+  forgetIndex(applyId);
   const commands: PaletteCommand[] = [
+    openFileCommand(applyId),
+    downloadAskCommand(applyId, deviceId),
     {
       id: 'files.focusTree',
       titleKey: 'files:palette.focusTree',
@@ -160,6 +247,7 @@ export function registerTreeCommands(applyId: string, deviceId: string): () => v
       shortcut: ['Delete'],
       keywords: ['remove', 'rm'],
       aliases: ['remove', 'rm'],
+      destructive: true,
       when: hasSelection,
       run: ({ close }) => {
         close();
