@@ -79,7 +79,14 @@ describe.skipIf(SKIP_E2E)('single sign-on through the embedded provider', () => 
     await page.keyboard.press('Escape');
     await page.getByTestId('profile-dialog').waitFor({ state: 'detached' });
 
+    // Sign out asks first (issue 38): the palette offers Stay (chosen) and Sign out; Enter stays.
     await page.getByTestId('logout-button').first().click();
+    await page.locator('[cmdk-item][data-option="stay"]').waitFor();
+    await page.keyboard.press('Enter');
+    await page.locator('[cmdk-input]').waitFor({ state: 'detached' });
+    expect(await storedToken(page)).not.toBeNull();
+    await page.getByTestId('logout-button').first().click();
+    await page.locator('[cmdk-item][data-option="logout"]').click();
     await console_.waitForPath('/');
     await console_.waitForTitle('首页 - Bianbu Cloud');
     expect(await storedToken(page)).toBeNull();

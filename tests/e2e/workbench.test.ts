@@ -95,9 +95,11 @@ describe.skipIf(SKIP_E2E)('workbench', () => {
     expect(await wb.focusedPane()).toBe('editor');
     await page.keyboard.press('Control+Alt+ArrowDown');
     expect(await wb.focusedPane()).toMatch(/^shell:/);
+    // Right twice reaches the rightmost shell and stays there: the load graphs take no input, so a
+    // move passes over them (issue 38: keys typed there were lost).
     await page.keyboard.press('Control+Alt+ArrowRight');
     await page.keyboard.press('Control+Alt+ArrowRight');
-    expect(await wb.focusedPane()).toBe('load');
+    expect(await wb.focusedPane()).toBe(rightShell);
 
     // Keys typed into a shell while moving never reached it: the shell shows no stray characters.
     expect(await wb.terminalText(1)).not.toMatch(/\^\[|\[1;7/);

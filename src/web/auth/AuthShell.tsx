@@ -1,8 +1,8 @@
 // The frame of the sign-in pages: brand, language and theme, one centred card.
 import type { ReactNode } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Link } from 'react-router-dom';
 import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
+import { Link } from '#web/router/router.tsx';
 
 export function AuthShell({
   title,

@@ -3,11 +3,11 @@
 // code. Single sign-on and registration are one click away.
 import { type FormEvent, useEffect, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { ApiError, call } from '#web/api/http.ts';
 import { Alert, Button, cx, Field, Input } from '#web/components/ui.tsx';
 import { loadZod } from '#web/lazy-zod.ts';
+import { Link, useNavigate } from '#web/router/router.tsx';
 import { notify } from '#web/state/notices.ts';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';

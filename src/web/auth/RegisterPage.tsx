@@ -1,8 +1,8 @@
 // /register sends the browser to the provider's registration page (spec section 2).
 import { useEffect, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Link } from 'react-router-dom';
 import { Alert, Spinner } from '#web/components/ui.tsx';
+import { Link } from '#web/router/router.tsx';
 import { AuthShell } from './AuthShell.tsx';
 import { goToProvider } from './flow.ts';
 

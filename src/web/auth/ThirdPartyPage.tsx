@@ -2,9 +2,9 @@
 // posted once and, when valid, signs the user in. Without one, a code can be pasted.
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Link, useNavigate, useSearchParams } from 'react-router-dom';
 import { ApiError, call } from '#web/api/http.ts';
 import { Alert, Button, Field, Input, Spinner } from '#web/components/ui.tsx';
+import { Link, useNavigate, useSearchParams } from '#web/router/router.tsx';
 import { AuthShell } from './AuthShell.tsx';
 import { completeSignIn, routeSet, userCall } from './flow.ts';
 

@@ -49,12 +49,21 @@ export function catalogueOf(lng: Language): Promise<Record<string, Catalogue>> {
  * them too.
  */
 const lazyFiles = import.meta.glob<Catalogue>(
-  '../../../locales/*/{sequences,desktop,files,terminal,settings,snapshots,workbench}.json',
+  '../../../locales/*/{sequences,desktop,files,terminal,settings,snapshots,workbench,errors}.json',
   {
     import: 'default',
   },
 );
-export type LazyNamespace = 'sequences' | 'desktop' | 'files' | 'terminal' | 'settings' | 'snapshots' | 'workbench';
+export type LazyNamespace =
+  | 'sequences'
+  | 'desktop'
+  | 'files'
+  | 'terminal'
+  | 'settings'
+  | 'snapshots'
+  | 'workbench'
+  // The words of failures: loaded by the HTTP client's first failure (api/transport.ts), or when idle.
+  | 'errors';
 const lazyUsed = new Set<LazyNamespace>();
 
 async function addLazy(lng: Language, ns: LazyNamespace): Promise<void> {

@@ -1,12 +1,12 @@
 // The public landing page (/): what the service is, and the ways in.
 import { useTranslation } from 'react-i18next';
-import { Link } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { LEASE_DURATIONS } from '#shared/constants.ts';
 import { isMac } from '#web/commands/keys.ts';
 import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
 import { Icon, type IconName } from '#web/components/icons.tsx';
 import { Kbd } from '#web/components/ui.tsx';
+import { Link } from '#web/router/router.tsx';
 import { session } from '#web/state/session.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
 
@@ -89,7 +89,10 @@ export default function LandingPage() {
               </Link>
             )}
           </div>
-          <p className="mt-6 flex items-center justify-center gap-1.5 text-xs text-zinc-500 dark:text-zinc-500">
+          <p
+            className="mt-6 flex items-center justify-center gap-1.5 text-xs text-zinc-500 pointer-coarse:hidden! dark:text-zinc-500"
+            data-key-hints
+          >
             {t('hero.paletteHint.before')}
             <Kbd>{isMac() ? '⌘' : 'Ctrl'}</Kbd>
             <Kbd>K</Kbd>

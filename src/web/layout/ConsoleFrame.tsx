@@ -2,7 +2,6 @@
 // /cloudsetting): one top bar with the console's sections, the palette, language, theme and the
 // user; the page gets all the remaining height (the workbench needs every pixel).
 import { useTranslation } from 'react-i18next';
-import { Link, NavLink, Outlet } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { routeSet } from '#web/auth/flow.ts';
 import { LanguageMenu, Logo, ThemeToggle } from '#web/components/controls.tsx';
@@ -11,6 +10,7 @@ import { DropMenu, DropMenuButton, DropMenuItem, DropMenuItems } from '#web/comp
 import { cx } from '#web/components/ui.tsx';
 import { useNarrow } from '#web/components/useMedia.ts';
 import { routeAllowed } from '#web/router/access.ts';
+import { Link, NavLink, Outlet } from '#web/router/router.tsx';
 import { routeTable } from '#web/router/table.ts';
 import { inSet, joinPath } from '#web/router/types.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';
@@ -34,8 +34,14 @@ export function consoleSections(perms: readonly string[], licenceOk: boolean): S
     if (!routeAllowed(node.meta, { perms, licenceValid: licenceOk })) continue;
     if (node.frame === 'console')
       out.push({ path: node.path, titleKey: node.meta.titleKey, icon: node.meta.icon });
-    if (node.frame === 'layout' && out.every((s) => !s.path.startsWith('/dashboard'))) {
-      const child = node.children?.find((c) => !c.meta.hidden && inSet(c, set));
+    // The first layout group (the dashboard) and the administration area, each by its first permitted page.
+    if (
+      node.frame === 'layout' &&
+      (node.path === '/admin' || out.every((s) => !s.path.startsWith('/dashboard')))
+    ) {
+      const child = node.children?.find(
+        (c) => !c.meta.hidden && inSet(c, set) && routeAllowed(c.meta, { perms, licenceValid: licenceOk }),
+      );
       if (child)
         out.push({
           path: joinPath(node.path, child.path),

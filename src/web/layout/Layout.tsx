@@ -1,9 +1,9 @@
 // The layout of /dashboard/dashboard, /clouddevice/public and /private-clouddevice/private:
 // sidebar, navbar, licence banner, page header with tabs; the page gets the active tab through
 // the outlet context.
-import { Outlet } from 'react-router-dom';
 import { PageHeader, usePageTabs } from '#web/pages/PageHeader.tsx';
 import { useRouteMeta } from '#web/router/handle.ts';
+import { Outlet } from '#web/router/router.tsx';
 import { LicenceBanner } from './LicenceBanner.tsx';
 import { Navbar } from './Navbar.tsx';
 import { Sidebar } from './Sidebar.tsx';

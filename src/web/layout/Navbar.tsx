@@ -2,12 +2,12 @@
 // links, the avatar (change avatar) and logout.
 import { Fragment } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Link } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { LanguageMenu, ThemeToggle } from '#web/components/controls.tsx';
 import { Icon } from '#web/components/icons.tsx';
 import { cx, IconButton } from '#web/components/ui.tsx';
 import { useRouteHandles } from '#web/router/handle.ts';
+import { Link } from '#web/router/router.tsx';
 import { appState, toggleSidebar } from '#web/state/app.ts';
 import { publicSettingsState } from '#web/state/settings.ts';
 import { PaletteButton, UserControls } from './controls.tsx';

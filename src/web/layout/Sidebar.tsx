@@ -2,7 +2,6 @@
 // unpermitted entries left out, a single visible child collapsed into one entry, external links in
 // a new tab. 180px wide; collapsed to an icon rail on desktop, a drawer on mobile.
 import { useTranslation } from 'react-i18next';
-import { Link, NavLink } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { SIDEBAR_WIDTH_PX } from '#shared/constants.ts';
 import { routeSet } from '#web/auth/flow.ts';
@@ -10,6 +9,7 @@ import { Logo } from '#web/components/controls.tsx';
 import { Icon } from '#web/components/icons.tsx';
 import { cx } from '#web/components/ui.tsx';
 import { buildMenu, type MenuItem } from '#web/router/access.ts';
+import { Link, NavLink } from '#web/router/router.tsx';
 import { routeTable } from '#web/router/table.ts';
 import { appState, closeSidebar } from '#web/state/app.ts';
 import { licenceState, licenceValid } from '#web/state/licence.ts';

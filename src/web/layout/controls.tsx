@@ -4,7 +4,7 @@ import { useSnapshot } from 'valtio';
 import { logoutAndLeave } from '#web/auth/flow.ts';
 import { openProfile } from '#web/auth/profile-state.ts';
 import { isMac } from '#web/commands/keys.ts';
-import { openPalette } from '#web/commands/registry.ts';
+import { openPalette, openPaletteAsking } from '#web/commands/registry.ts';
 import { Icon } from '#web/components/icons.tsx';
 import { Avatar, cx, IconButton, Kbd } from '#web/components/ui.tsx';
 import { session } from '#web/state/session.ts';
@@ -41,7 +41,7 @@ export function PaletteButton({ className }: { className?: string }) {
         <Icon name="search" size={13} />
         {/* Below 1440 px the sections need the room: the search icon and the keys say enough. */}
         <span className="mr-6 hidden min-[1440px]:inline">{t('open')}</span>
-        <span className="flex gap-0.5">
+        <span className="flex gap-0.5 pointer-coarse:hidden!" data-key-hints>
           <Kbd>{isMac() ? '⌘' : 'Ctrl'}</Kbd>
           <Kbd>K</Kbd>
         </span>
@@ -79,7 +79,10 @@ export function UserControls({ showName = true }: { showName?: boolean }) {
         icon="logout"
         label={t('navbar.logout')}
         data-testid="logout-button"
-        onClick={() => void logoutAndLeave()}
+        // Signing out ends this tab's shells: the palette asks first ("Stay" chosen, Enter keeps).
+        onClick={() => {
+          if (!openPaletteAsking('account.logout')) void logoutAndLeave();
+        }}
       />
     </div>
   );

@@ -2,17 +2,17 @@
 // a dashboard path or without history), an optional green help alert and optional tab sub-menus.
 import { useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { useLocation, useNavigate, useSearchParams } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { ACTIVE_TAB_COOKIE_DAYS, STORAGE } from '#shared/constants.ts';
 import { Alert, cx, IconButton } from '#web/components/ui.tsx';
 import { resolveActiveTab, visibleTabs } from '#web/router/access.ts';
+import { useLocation, useNavigate, useSearchParams } from '#web/router/router.tsx';
 import type { RouteMeta, TabDef } from '#web/router/types.ts';
 import { session } from '#web/state/session.ts';
 import { readCookie, writeCookie } from '#web/state/storage.ts';
 
 export function canGoBack(pathname: string, locationKey: string): boolean {
-  // react-router gives the first entry of a session the key "default": nothing to go back to.
+  // The router gives the first entry of a session the key "default": nothing to go back to.
   return !pathname.startsWith('/dashboard') && locationKey !== 'default';
 }
 

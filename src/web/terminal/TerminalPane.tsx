@@ -7,6 +7,7 @@ import './cursor-blink.css';
 import { type ReactNode, type Ref, useEffect, useImperativeHandle, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useSnapshot } from 'valtio';
+import { useCoarsePointer } from '#web/components/useMedia.ts';
 import { appState } from '#web/state/app.ts';
 import { getShell } from './get-shell.ts';
 import { SearchBar, type SearchBarHandle } from './SearchBar.tsx';
@@ -47,6 +48,7 @@ export function TerminalPane({
   const view = useSnapshot(shell.view);
   const { darkTermTheme } = useSnapshot(appState);
   const [searching, setSearching] = useState(false);
+  const touch = useCoarsePointer();
   const searchBar = useRef<SearchBarHandle>(null);
 
   useImperativeHandle(ref, () => ({
@@ -132,7 +134,18 @@ export function TerminalPane({
       {searching && <SearchBar ref={searchBar} search={shell.search} onClose={closeSearch} />}
       {bar}
       <div ref={host} className="min-h-0 flex-1 overflow-hidden px-1 pt-1" />
-      {banner && (
+      {banner && ended ? (
+        // An ended shell's banner is also its restart button: a tap does what Enter does.
+        <button
+          type="button"
+          data-testid="terminal-banner"
+          onClick={() => onRestart?.()}
+          className="absolute right-0 bottom-0 left-0 z-10 cursor-pointer bg-amber-600/90 px-3 py-1 text-left text-xs text-white hover:bg-amber-600 pointer-coarse:min-h-11"
+        >
+          <span role="status">{banner}</span>
+          <span data-testid="terminal-restart-hint">{` — ${t(touch ? 'restartHintTouch' : 'restartHint')}`}</span>
+        </button>
+      ) : banner ? (
         <div
           role="status"
           data-testid="terminal-banner"
@@ -142,9 +155,8 @@ export function TerminalPane({
         >
           {banner}
           {view.status !== 'closed' && view.status !== 'live' && ` — ${t('input.paused')}`}
-          {ended && <span data-testid="terminal-restart-hint">{` — ${t('restartHint')}`}</span>}
         </div>
-      )}
+      ) : null}
     </div>
   );
 }

@@ -15,6 +15,7 @@ import { Unicode11Addon } from '@xterm/addon-unicode11';
 import { WebLinksAddon } from '@xterm/addon-web-links';
 import { WebglAddon } from '@xterm/addon-webgl';
 import { type ITheme, Terminal } from '@xterm/xterm';
+import i18next from 'i18next';
 import { proxy, subscribe as watch } from 'valtio';
 import { Destinations, RealtimeEvent, SHELL_FLOW, SHELL_INPUT_CHUNK_BYTES } from '#shared/realtime.ts';
 import { type SharePresence, sharePresence } from '#shared/share.ts';
@@ -185,6 +186,7 @@ export class LiveShell {
     if (!this.opened) {
       this.term.open(container);
       this.opened = true;
+      this.labelInput();
       skipEmptySelectionRedraws(this.term);
       this.watchFocus();
       // WebGL only on a GPU: a software rasteriser makes it slower than the DOM renderer (renderer.ts).
@@ -193,6 +195,21 @@ export class LiveShell {
       container.appendChild(this.term.element);
     }
     this.refit();
+  }
+
+  /**
+   * The input's accessible name in the shown language (xterm's own is English), and the closing
+   * message the console wrote, again after every language switch.
+   */
+  private labelInput(): void {
+    const label = () => this.term.textarea?.setAttribute('aria-label', t('terminal:input.label'));
+    label();
+    const relabel = () => {
+      label();
+      this.rewordClosed();
+    };
+    i18next.on('languageChanged', relabel);
+    this.stopWatching.push(() => i18next.off('languageChanged', relabel));
   }
 
   /** Fits to the container unless it is hidden (a zero-size fit would shrink the remote program). */
@@ -385,14 +402,37 @@ export class LiveShell {
     this.term.options.disableStdin = status !== 'live';
   }
 
+  /** The buffer row where the console's closing message begins, to word it again (rewordClosed). */
+  private closedAt: number | null = null;
+
+  private closedText(reason: string): string {
+    return `\x1b[33m${t(`terminal:closed.${reason}`, { defaultValue: t('terminal:closed.generic') })}\x1b[0m\r\n`;
+  }
+
+  /**
+   * After a language switch, the closing message the console wrote is written again in the new
+   * language, over the old one: nothing follows it (the shell has ended), so the rows from its start
+   * to the cursor are its own. A message scrolled above the screen can no longer be reached; it stays.
+   */
+  private rewordClosed(): void {
+    if (this.view.status !== 'closed' || this.closedAt === null) return;
+    const b = this.term.buffer.active;
+    const row = b.baseY + b.cursorY;
+    if (this.closedAt < b.baseY || this.closedAt > row) return;
+    const up = row - this.closedAt;
+    this.feeder.push(`${up > 0 ? `\x1b[${up}A` : ''}\r\x1b[J${this.closedText(this.view.reason)}`);
+  }
+
   private end(reason: string): void {
     if (this.view.status === 'closed') return;
     this.view.status = 'closed';
     this.view.reason = reason;
     this.term.options.disableStdin = true;
-    this.feeder.push(
-      `\r\n\x1b[33m${t(`terminal:closed.${reason}`, { defaultValue: t('terminal:closed.generic') })}\x1b[0m\r\n`,
-    );
+    this.feeder.push('\r\n', () => {
+      const b = this.term.buffer.active;
+      this.closedAt = b.baseY + b.cursorY;
+    });
+    this.feeder.push(this.closedText(reason));
     this.topic?.unsubscribe();
     this.topic = null;
     leaveBroadcast([this.shellId]);

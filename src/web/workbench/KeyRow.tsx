@@ -6,8 +6,14 @@
 // shell in front. Ctrl and Alt are sticky: tapped, they apply to the next key of the row or the next
 // character typed into a terminal (caught before xterm sees it, on keydown or, from soft keyboards
 // that send no key codes, on beforeinput), then release; tapped again, they release unused.
+//
+// It sits under the terminal, so it stays just above the soft keyboard: index.html asks the browser to
+// shrink the page for the keyboard (interactive-widget=resizes-content), and where a browser overlays
+// the keyboard instead (Safari), the page is padded by what the visual viewport lost
+// (useKeyboardInset). Wider than a phone, the row scrolls sideways; an arrow at the end that has more
+// keys says so, and tapped, scrolls the next keys in.
 
-import { type PointerEvent, type SyntheticEvent, useEffect } from 'react';
+import { type PointerEvent, type SyntheticEvent, useCallback, useEffect, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { proxy, useSnapshot } from 'valtio';
 import { cx } from '#web/components/ui.tsx';
@@ -93,10 +99,63 @@ const ROW: RowItem[] = [
 /** Keeps the focus where it is (the terminal, and with it the soft keyboard). */
 const keepFocus = (e: PointerEvent | SyntheticEvent) => e.preventDefault();
 
+/**
+ * Pads the page by the height a soft keyboard covers where the browser overlays it on the layout
+ * viewport instead of resizing the page (iOS Safari), so the row stays above the keyboard.
+ */
+function useKeyboardInset(): void {
+  useEffect(() => {
+    const vv = window.visualViewport;
+    if (!vv) return;
+    const root = document.documentElement;
+    const update = () => {
+      const inset = Math.max(0, Math.round(window.innerHeight - vv.height - vv.offsetTop));
+      root.style.setProperty('--keyboard-inset', `${inset}px`);
+    };
+    update();
+    vv.addEventListener('resize', update);
+    vv.addEventListener('scroll', update);
+    return () => {
+      vv.removeEventListener('resize', update);
+      vv.removeEventListener('scroll', update);
+      root.style.removeProperty('--keyboard-inset');
+    };
+  }, []);
+}
+
+/** Which ends of the scrolling row have keys out of sight. */
+function useOverflow(el: HTMLElement | null): { before: boolean; after: boolean } {
+  const [edges, setEdges] = useState({ before: false, after: false });
+  const measure = useCallback(() => {
+    if (!el) return;
+    const before = el.scrollLeft > 1;
+    const after = el.scrollLeft + el.clientWidth < el.scrollWidth - 1;
+    setEdges((e) => (e.before === before && e.after === after ? e : { before, after }));
+  }, [el]);
+  useEffect(() => {
+    if (!el) return;
+    measure();
+    el.addEventListener('scroll', measure, { passive: true });
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => {
+      el.removeEventListener('scroll', measure);
+      ro.disconnect();
+    };
+  }, [el, measure]);
+  return edges;
+}
+
 export function KeyRow({ className }: { className?: string }) {
   const { t } = useTranslation('workbench');
   const mods = useSnapshot(keyRow);
   useStickyModifiers(mods.ctrl || mods.alt);
+  useKeyboardInset();
+  const [el, setEl] = useState<HTMLDivElement | null>(null);
+  const edges = useOverflow(el);
+  const page = (dir: 1 | -1) => {
+    if (el) el.scrollBy({ left: dir * Math.max(44, el.clientWidth - 88), behavior: 'smooth' });
+  };
 
   const press = (item: RowItem) => {
     if (item.kind === 'mod') {
@@ -113,49 +172,76 @@ export function KeyRow({ className }: { className?: string }) {
     shell.term.input(seq);
   };
 
-  return (
-    <div
-      role="toolbar"
-      aria-label={t('keyRow.label')}
-      data-testid="key-row"
+  const more = (dir: 1 | -1) => (
+    <button
+      type="button"
+      tabIndex={-1}
+      aria-label={t(dir === 1 ? 'keyRow.moreAfter' : 'keyRow.moreBefore')}
+      title={t(dir === 1 ? 'keyRow.moreAfter' : 'keyRow.moreBefore')}
+      data-testid={dir === 1 ? 'key-row-more' : 'key-row-back'}
+      onPointerDown={keepFocus}
+      onMouseDown={keepFocus}
+      onClick={() => page(dir)}
       className={cx(
-        'flex shrink-0 items-center gap-1 overflow-x-auto border-b border-zinc-800 bg-zinc-900 px-1 py-0.5 [scrollbar-width:none]',
-        className,
+        'absolute inset-y-0 z-10 flex w-11 touch-manipulation items-center text-lg text-zinc-200 select-none',
+        dir === 1
+          ? 'right-0 justify-end bg-gradient-to-l from-zinc-900 via-zinc-900/90 to-transparent pr-1.5'
+          : 'left-0 justify-start bg-gradient-to-r from-zinc-900 via-zinc-900/90 to-transparent pl-1.5',
       )}
     >
-      {ROW.map((item) => {
-        const id = item.kind === 'key' ? item.key : item.kind === 'mod' ? item.mod : item.char;
-        const on = item.kind === 'mod' && mods[item.mod];
-        const text = item.kind === 'char' ? item.char : item.text;
-        const label =
-          item.kind === 'mod'
-            ? t(`keyRow.${item.mod}`)
-            : item.kind === 'key' && item.label
-              ? t(item.label)
-              : text;
-        return (
-          <button
-            key={id}
-            type="button"
-            tabIndex={-1}
-            aria-label={label}
-            aria-pressed={item.kind === 'mod' ? on : undefined}
-            title={label}
-            data-key={id}
-            onPointerDown={keepFocus}
-            onMouseDown={keepFocus}
-            onClick={() => press(item)}
-            className={cx(
-              'inline-flex h-11 min-w-11 shrink-0 touch-manipulation items-center justify-center rounded-md px-2 font-mono text-[13px] select-none',
-              on
-                ? 'bg-sky-500 text-white ring-1 ring-sky-300'
-                : 'bg-zinc-800 text-zinc-100 active:bg-zinc-600',
-            )}
-          >
-            {text}
-          </button>
-        );
-      })}
+      {dir === 1 ? '›' : '‹'}
+    </button>
+  );
+
+  return (
+    <div
+      className={cx('relative shrink-0 border-t border-zinc-800 bg-zinc-900', className)}
+      data-testid="key-row-bar"
+      data-more-after={edges.after ? 'yes' : 'no'}
+    >
+      {edges.before ? more(-1) : null}
+      <div
+        ref={setEl}
+        role="toolbar"
+        aria-label={t('keyRow.label')}
+        data-testid="key-row"
+        className="flex items-center gap-1 overflow-x-auto overscroll-x-contain px-1 py-0.5 [scrollbar-width:none]"
+      >
+        {ROW.map((item) => {
+          const id = item.kind === 'key' ? item.key : item.kind === 'mod' ? item.mod : item.char;
+          const on = item.kind === 'mod' && mods[item.mod];
+          const text = item.kind === 'char' ? item.char : item.text;
+          const label =
+            item.kind === 'mod'
+              ? t(`keyRow.${item.mod}`)
+              : item.kind === 'key' && item.label
+                ? t(item.label)
+                : text;
+          return (
+            <button
+              key={id}
+              type="button"
+              tabIndex={-1}
+              aria-label={label}
+              aria-pressed={item.kind === 'mod' ? on : undefined}
+              title={label}
+              data-key={id}
+              onPointerDown={keepFocus}
+              onMouseDown={keepFocus}
+              onClick={() => press(item)}
+              className={cx(
+                'inline-flex h-11 min-w-11 shrink-0 touch-manipulation items-center justify-center rounded-md px-2 font-mono text-[13px] select-none',
+                on
+                  ? 'bg-sky-500 text-white ring-1 ring-sky-300'
+                  : 'bg-zinc-800 text-zinc-100 active:bg-zinc-600',
+              )}
+            >
+              {text}
+            </button>
+          );
+        })}
+      </div>
+      {edges.after ? more(1) : null}
     </div>
   );
 }

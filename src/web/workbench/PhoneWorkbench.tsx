@@ -119,7 +119,12 @@ export function PhoneWorkbench({ applyId, panes }: { applyId: string; panes: Pho
   }, [current, shellsEl]);
 
   return (
-    <div className="flex min-h-0 flex-1 flex-col" data-testid="phone-workbench">
+    <div
+      className="flex min-h-0 flex-1 flex-col"
+      data-testid="phone-workbench"
+      // What a soft keyboard overlays (KeyRow's useKeyboardInset; 0 where the page is resized for it).
+      style={{ paddingBottom: 'var(--keyboard-inset, 0px)' }}
+    >
       <div
         role="tablist"
         aria-label={t('phone.panes')}

@@ -6,7 +6,6 @@
 import { Menu, MenuButton, MenuItem, MenuItems } from '@headlessui/react';
 import { useEffect } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { ArchBadge, BoardFactsLine } from '#web/boards/BoardFacts.tsx';
 import { boardFacts } from '#web/boards/facts.ts';
@@ -27,6 +26,7 @@ import { Button, cx, Spinner } from '#web/components/ui.tsx';
 import { codeWindow, toggleCode, toggleVnc, vncWindow } from '#web/desktop/state.ts';
 import { InlineName } from '#web/devices/LeaseDialogs.tsx';
 import { openWizard } from '#web/flash/state.ts';
+import { Link, useNavigate } from '#web/router/router.tsx';
 import { recordStep } from '#web/sequences/state.ts';
 import { notify } from '#web/state/notices.ts';
 import { leaveWorkbench } from './close-shells.ts';

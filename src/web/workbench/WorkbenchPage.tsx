@@ -8,7 +8,6 @@
 import { type ComponentProps, lazy, Suspense, useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Panel } from 'react-resizable-panels';
-import { Link, useNavigate } from 'react-router-dom';
 import { useSnapshot } from 'valtio';
 import { watchBoardState, watchLeaseNotices } from '#web/boards/live.ts';
 import { checkApply, forgetApply, loadLeases, messageOf } from '#web/boards/store.ts';
@@ -24,7 +23,10 @@ import { installWorkbenchFlashCommands } from '#web/flash/commands.ts';
 import { FlashJobView } from '#web/flash/FlashJobView.tsx';
 import { isFinal } from '#web/flash/format.ts';
 import { flash, hostFlashPane, latestJob } from '#web/flash/state.ts';
+import { usePluginCommands } from '#web/plugins/commands.ts';
+import { PluginDialog } from '#web/plugins/PluginDialog.tsx';
 import { realtime } from '#web/realtime/client.ts';
+import { Link, useNavigate } from '#web/router/router.tsx';
 import { provideFrontShell } from '#web/state/front-shell.ts';
 import { session } from '#web/state/session.ts';
 import { readApplyInfo } from '#web/state/storage.ts';
@@ -263,6 +265,7 @@ function Workbench({
   }, [deviceId]);
   useWorkbenchKeys();
   useDesktopCommands();
+  usePluginCommands(applyId);
 
   const wb = useSnapshot(workbench);
   const vnc = useSnapshot(vncWindow);
@@ -284,6 +287,7 @@ function Workbench({
       />
       <ResetDialog applyId={applyId} deviceId={deviceId} />
       <SnapshotsDialog applyId={applyId} deviceId={deviceId} />
+      <PluginDialog applyId={applyId} />
     </>
   );
 
@@ -338,10 +342,11 @@ function Workbench({
         icon: 'terminal',
         node: (
           <>
-            <KeyRow />
             <div className="min-h-0 flex-1">
               <ShellArea applyId={applyId} deviceId={deviceId} />
             </div>
+            {/* Under the terminal: just above the soft keyboard. */}
+            <KeyRow />
           </>
         ),
       },
@@ -483,10 +488,10 @@ function Workbench({
               {coarse ? (
                 // A tablet: the columns fit, the soft keyboard still lacks Esc, Ctrl and the arrows.
                 <div className="flex h-full flex-col">
-                  <KeyRow />
                   <div className="min-h-0 flex-1">
                     <ShellArea applyId={applyId} deviceId={deviceId} />
                   </div>
+                  <KeyRow />
                 </div>
               ) : (
                 <ShellArea applyId={applyId} deviceId={deviceId} />

@@ -65,6 +65,9 @@ const BOARD_LEVEL = new Set([
   'unlock',
 ]);
 
+/** Commands that end or release something (they confirm; a harmless match ranks above them). */
+const DESTRUCTIVE = new Set(['unlock', 'leave']);
+
 /** Other names users type for these commands (e.g. tmux's and VS Code's words). */
 const ALIASES: Partial<Record<string, readonly string[]>> = {
   newShell: ['new terminal', 'open terminal', 'terminal'],
@@ -84,6 +87,7 @@ const ALIASES: Partial<Record<string, readonly string[]>> = {
   unlock: ['release', 'release board', 'give back'],
   leave: ['disconnect', 'end session'],
   toggleFiles: ['explorer', 'sidebar'],
+  toggleLoad: ['cpu', 'metrics', 'cpu usage', 'memory', 'load', 'graphs', 'monitor', 'top', 'stats'],
   renameTab: ['rename tab', 'name tab', 'title'],
   fontBigger: ['zoom in', 'larger text', 'font size'],
   fontSmaller: ['zoom out', 'smaller text', 'font size'],
@@ -118,6 +122,7 @@ export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
     keywords: ['workbench', 'shell', 'terminal'],
     aliases: ALIASES[id],
     context: BOARD_LEVEL.has(id) ? 'board' : 'shell',
+    destructive: DESTRUCTIVE.has(id) || undefined,
     run,
   });
   // The palette closes before a command runs; focus moves after it has let go of the focus.
@@ -309,18 +314,32 @@ export function workbenchCommands(ctx: WorkbenchContext): PaletteCommand[] {
       },
       'refresh',
     ),
-    c(
-      'leave',
-      async (p) => {
-        try {
-          await leaveWorkbench(ctx.applyId, ctx.deviceId);
-          p.navigate('/mainboard');
-        } catch (err) {
-          notify('error', t('workbench:leave.failed', { error: messageOf(err) }));
-        }
-      },
-      'logout',
-    ),
+    {
+      ...c(
+        'leave',
+        async (p, { confirm }) => {
+          if (confirm !== 'leave') return;
+          try {
+            await leaveWorkbench(ctx.applyId, ctx.deviceId);
+            p.navigate('/mainboard');
+          } catch (err) {
+            notify('error', t('workbench:leave.failed', { error: messageOf(err) }));
+          }
+        },
+        'logout',
+      ),
+      // Leaving ends the board's session and every shell of it: asked first (Stay is chosen).
+      args: [
+        {
+          key: 'confirm',
+          promptKey: 'workbench:palette.leaveAsk',
+          options: () => [
+            { value: 'stay', label: t('workbench:palette.leaveStay') },
+            { value: 'leave', label: t('workbench:palette.leaveYes') },
+          ],
+        },
+      ],
+    },
     c(
       'unlock',
       () => {

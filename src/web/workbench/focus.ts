@@ -20,11 +20,22 @@ function overlap(a0: number, a1: number, b0: number, b1: number): number {
   return Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
 }
 
-/** The pane the focus moves to from `from` in direction `dir`, or null when there is none that way. */
-export function nextPane<T>(from: Box, candidates: readonly Candidate<T>[], dir: Direction): T | null {
+/**
+ * The pane the focus moves to from `from` in direction `dir`, or null when there is none that way.
+ * `recency` (higher: used more recently, 0: never) breaks the choice among panes beside the current one
+ * at the same distance: from the tree, → goes back to the editor if that is where the user came from,
+ * not to the taller shell area below it.
+ */
+export function nextPane<T>(
+  from: Box,
+  candidates: readonly Candidate<T>[],
+  dir: Direction,
+  recency: (id: T) => number = () => 0,
+): T | null {
   const cx = (from.left + from.right) / 2;
   const cy = (from.top + from.bottom) / 2;
   let best: { id: T; score: number } | null = null;
+  const scored: { id: T; score: number; near: boolean; gap: number }[] = [];
   for (const c of candidates) {
     const b = c.box;
     let gap: number;
@@ -59,9 +70,24 @@ export function nextPane<T>(from: Box, candidates: readonly Candidate<T>[], dir:
     // Panes beside the current one (sharing an edge span) come first; then the nearest; then the
     // best aligned.
     const score = (shared > 0 ? 0 : 1_000_000) + gap * 1000 + cross;
+    scored.push({ id: c.id, score, near: shared > 0, gap });
     if (!best || score < best.score) best = { id: c.id, score };
   }
-  return best ? best.id : null;
+  if (!best) return null;
+  // Among the panes beside this one at about the same distance, the one used last wins.
+  const top = scored.find((x) => x.id === best.id)!;
+  let chosen = best.id;
+  let chosenAt = recency(best.id);
+  if (top.near)
+    for (const x of scored) {
+      if (!x.near || Math.abs(x.gap - top.gap) > 8) continue;
+      const at = recency(x.id);
+      if (at > chosenAt) {
+        chosen = x.id;
+        chosenAt = at;
+      }
+    }
+  return chosen;
 }
 
 export function directionOf(key: string): Direction | null {
@@ -108,11 +134,19 @@ export function focusPaneElement(el: HTMLElement): void {
 
 // The shell pane that last had the focus, so one key (Ctrl+`) can always go back to it.
 let lastShellPane: HTMLElement | null = null;
+// When each pane last had the focus (a counter, not a clock), for the moves' tie-breaks.
+const usedAt = new WeakMap<Element, number>();
+let useCounter = 0;
 
 function onFocusIn(e: FocusEvent): void {
+  const any = (e.target as Element | null)?.closest?.('[data-pane-id]');
+  if (any) usedAt.set(any, ++useCounter);
   const pane = (e.target as Element | null)?.closest?.('[data-pane-id^="shell:"]');
   if (pane) lastShellPane = pane as HTMLElement;
 }
+
+/** Panes that take no keyboard input (the load graphs): a move passes over them. */
+const NO_INPUT = new Set(['load']);
 
 /** Remembers the last focused shell while the workbench is mounted. */
 export function trackLastShell(): () => void {
@@ -142,6 +176,7 @@ export function paneCandidates(root: ParentNode = document): Candidate<HTMLEleme
     if (getComputedStyle(el).visibility === 'hidden') continue;
     // A pane that contains other panes (the shell area around split shells) is not a target itself.
     if (el.querySelector('[data-pane-id]')) continue;
+    if (NO_INPUT.has(el.getAttribute('data-pane-id') ?? '')) continue;
     out.push({ id: el, box: { left: r.left, top: r.top, right: r.right, bottom: r.bottom } });
   }
   return out;
@@ -161,6 +196,7 @@ export function moveFocus(dir: Direction, root: ParentNode = document): HTMLElem
     current.box,
     panes.filter((p) => p !== current),
     dir,
+    (el) => usedAt.get(el) ?? 0,
   );
   if (next) focusPaneElement(next);
   return next;

@@ -10,6 +10,8 @@ export default import.meta.glob<Record<string, unknown>>(
     '!../../../../locales/en/settings.json',
     '!../../../../locales/en/snapshots.json',
     '!../../../../locales/en/workbench.json',
+    '!../../../../locales/en/errors.json',
+    '!../../../../locales/en/admin.json',
     // The embedded identity provider's sign-in pages are the service's (src/server/identity/idp-pages.ts).
     '!../../../../locales/en/idp.json',
   ],

@@ -10,6 +10,8 @@ export default import.meta.glob<Record<string, unknown>>(
     '!../../../../locales/ja/settings.json',
     '!../../../../locales/ja/snapshots.json',
     '!../../../../locales/ja/workbench.json',
+    '!../../../../locales/ja/errors.json',
+    '!../../../../locales/ja/admin.json',
     // The embedded identity provider's sign-in pages are the service's (src/server/identity/idp-pages.ts).
     '!../../../../locales/ja/idp.json',
   ],

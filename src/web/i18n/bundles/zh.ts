@@ -10,6 +10,8 @@ export default import.meta.glob<Record<string, unknown>>(
     '!../../../../locales/zh/settings.json',
     '!../../../../locales/zh/snapshots.json',
     '!../../../../locales/zh/workbench.json',
+    '!../../../../locales/zh/errors.json',
+    '!../../../../locales/zh/admin.json',
     // The embedded identity provider's sign-in pages are the service's (src/server/identity/idp-pages.ts).
     '!../../../../locales/zh/idp.json',
   ],
