@@ -114,8 +114,8 @@ if (folderCycles.length) failed = true;
 // check above keeps the order. A folder of no layer fails, so a new one is placed on purpose.
 const LAYERS = [
   ['primitives', ['state', 'i18n', 'api', 'realtime', 'components', 'router', 'commands']],
-  ['features', ['auth', 'boards', 'keymap', 'terminal', 'files', 'flash', 'queue', 'share', 'sequences', 'desktop']],
-  ['pages', ['devices', 'settings', 'landing', 'pages']],
+  ['features', ['auth', 'boards', 'keymap', 'terminal', 'files', 'flash', 'queue', 'share', 'sequences', 'desktop', 'plugins']],
+  ['pages', ['devices', 'settings', 'landing', 'pages', 'admin']],
   ['frame', ['layout', 'palette', 'workbench']],
 ];
 const webLayerOf = new Map(LAYERS.flatMap(([, fs], i) => fs.map((f) => [f, i])));
