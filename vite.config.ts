@@ -22,10 +22,31 @@ function lazyZod(): Plugin {
   };
 }
 
+/**
+ * axios's fetch adapter left out of the console: its client (src/web/api/transport.ts) uses the XHR
+ * adapter only (upload progress), so the fetch adapter's 4 KB are never run. adapters.js asks this
+ * stub for fetch and finds none.
+ */
+function axiosXhrOnly(): Plugin {
+  const stub = '\0axios-no-fetch';
+  return {
+    name: 'bianbu-axios-xhr-only',
+    enforce: 'pre',
+    resolveId(source, importer) {
+      if (source === './fetch.js' && importer?.replace(/\\/g, '/').endsWith('/axios/lib/adapters/adapters.js'))
+        return stub;
+      return null;
+    },
+    load(id) {
+      return id === stub ? 'export const getFetch = () => null; export default false;' : null;
+    },
+  };
+}
+
 // The console is built into dist/web; the service serves it. In `npm run dev`, Vite serves it and
 // proxies the service's paths so cookies and the realtime socket stay same-origin.
 export default defineConfig({
-  plugins: [lazyZod(), react(), tailwindcss()],
+  plugins: [lazyZod(), axiosXhrOnly(), react(), tailwindcss()],
   resolve: {
     alias: { '#shared': '/src/shared', '#web': '/src/web' },
   },

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `bianbu`: the command-line client. Runs the bundle `npm run build` makes (scripts/build-cli.mjs)
+// `bianbu`: the command-line client. Runs the bundle `npm run build` makes (scripts/bundle.mjs)
 // while it is newer than every source file it was made from; otherwise the TypeScript sources
 // through tsx's loader, so an edited checkout never runs a stale build.
 import fs from 'node:fs';

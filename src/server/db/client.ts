@@ -46,6 +46,12 @@ export interface StorageOptions {
   databaseUrl?: string;
   /** Folder of the PGlite database, or `memory://` for a throwaway one. */
   pgliteDir: string;
+  /**
+   * A new PGlite database starts from this dump of a data directory (PGlite's dumpDataDir) instead of
+   * running initdb: about half a second instead of three to six. The tests seed theirs with an empty,
+   * migrated database; an existing folder ignores it.
+   */
+  pgliteSeed?: Blob;
 }
 
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
@@ -82,7 +88,10 @@ export async function openStorage(opts: StorageOptions): Promise<Storage> {
     };
   }
   if (opts.pgliteDir !== 'memory://') fs.mkdirSync(opts.pgliteDir, { recursive: true, mode: 0o700 });
-  const client = opts.pgliteDir === 'memory://' ? new PGlite() : new PGlite(opts.pgliteDir);
+  const fresh = opts.pgliteDir === 'memory://' || !fs.existsSync(path.join(opts.pgliteDir, 'PG_VERSION'));
+  const seed = opts.pgliteSeed && fresh ? { loadDataDir: opts.pgliteSeed } : {};
+  const client =
+    opts.pgliteDir === 'memory://' ? new PGlite(seed) : new PGlite({ dataDir: opts.pgliteDir, ...seed });
   await client.waitReady;
   const cached = withStatementCache(client, new PgliteStatements(client));
   const storage: Storage = {

@@ -1,5 +1,6 @@
-// Builds the real app for a test: PGlite in memory by default; with DATABASE_URL set, a fresh
-// PostgreSQL database per app (created here, dropped on close), so suites never see each other's rows.
+// Builds the real app for a test: PGlite in memory by default (started from a migrated seed,
+// pglite-seed.ts); with DATABASE_URL set, a fresh PostgreSQL database per app (created here, dropped
+// on close), so suites never see each other's rows.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +11,7 @@ import { type BuildOptions, buildApp } from '#server/app.ts';
 import type { Clock } from '#server/clock.ts';
 import { testConfig } from '#server/config.ts';
 import { openStorage, type Storage } from '#server/db/client.ts';
+import { pgliteSeed } from './pglite-seed.ts';
 
 export interface TestAppOptions {
   env?: Parameters<typeof testConfig>[0];
@@ -31,7 +33,7 @@ export const usingPostgres = () => Boolean(process.env.DATABASE_URL);
 export async function freshStorage(): Promise<{ storage: Storage; url?: string; drop(): Promise<void> }> {
   const base = process.env.DATABASE_URL;
   if (!base) {
-    const storage = await openStorage({ pgliteDir: 'memory://' });
+    const storage = await openStorage({ pgliteDir: 'memory://', pgliteSeed: await pgliteSeed() });
     return { storage, drop: async () => {} };
   }
   const name = `bianbu_t_${crypto.randomBytes(6).toString('hex')}`;
