@@ -1,6 +1,6 @@
 // riscv64 boards as a user drives them (issue 35): a real QEMU `virt` machine booted by OpenSBI and
 // U-Boot from its own disk, reached with the `bianbu` CLI as a script would. Needs the board images
-// (scripts/board-images/build.sh; .ci/run builds them into BIANBU_BOARD_IMAGES) and QEMU.
+// (scripts/board-images/build.sh; .ci/run builds them into BIANBU_BOARD_IMAGES) and QEMU (helpers/riscv-lab.ts).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -8,13 +8,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueCredential } from '#server/auth/tokens.ts';
 import type { PtyHandle } from '#server/boards/driver.ts';
-import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
+import { boardImageTag } from '#server/boards/qemu/board-images.ts';
 import type { QemuDriver } from '#server/boards/qemu/qemu-driver.ts';
-import { makeTestApp, type TestApp } from './helpers/app.ts';
+import type { TestApp } from './helpers/app.ts';
 import { type CliEnv, runCli } from './helpers/cli-run.ts';
+import { boardImagesDir, requireBoardImages, startRiscvLab, untilDriver } from './helpers/riscv-lab.ts';
 import { makeUser } from './helpers/users.ts';
 
-const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? 'data/images/board');
+const IMAGES = boardImagesDir();
 const BOARD = 'rv-test';
 const NAME = 'rv';
 
@@ -25,7 +26,7 @@ let serial: PtyHandle;
 let serialLog = '';
 
 const bianbu = (args: string[], timeoutMs = 600_000) => runCli(env, args, { timeoutMs });
-const driver = () => t.app.boards.driver(BOARD) as unknown as QemuDriver;
+let driver: () => QemuDriver;
 
 /** Runs a command on the held board with `bianbu exec`; answers stdout, fails on a non-zero status. */
 async function sh(cmd: string): Promise<string> {
@@ -45,43 +46,16 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
 
 describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
   beforeAll(async () => {
-    const images = new BoardImages(IMAGES);
-    const missing = ['minimal', 'developer'].filter((v) => !images.find(boardImageTag(v)));
-    if (missing.length)
-      throw new Error(
-        `board images missing in ${IMAGES}: ${missing.join(', ')} (run scripts/board-images/build.sh)`,
-      );
+    requireBoardImages(IMAGES, ['minimal', 'developer']);
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-rv-'));
-    const labFile = path.join(work, 'lab.yaml');
-    fs.writeFileSync(
-      labFile,
-      JSON.stringify({
-        boards: [
-          {
-            id: BOARD,
-            name: BOARD,
-            model: 'QEMU riscv64 virt',
-            driver: 'qemu',
-            // Egress none: the probes below at addresses outside this machine must never leave it
-            // (riscv-network.test.ts attacks the board under each policy).
-            options: {
-              image: boardImageTag('developer'),
-              cores: 2,
-              memoryMb: 1024,
-              network: { egress: 'none' },
-            },
-          },
-        ],
-      }),
-    );
-    t = await makeTestApp({
-      env: {
-        BIANBU_LAB_FILE: labFile,
-        BIANBU_BOARD_IMAGES: IMAGES,
-        BIANBU_PROBE_INTERVAL_MS: '2000',
-        BIANBU_METRICS_INTERVAL_MS: '600000',
-      },
-    });
+    ({ t, driver } = await startRiscvLab({
+      work,
+      imagesDir: IMAGES,
+      // Egress none: the probes below at addresses outside this machine must never leave it
+      // (riscv-network.test.ts attacks the board under each policy).
+      board: { id: BOARD, image: 'developer', cores: 2, memoryMb: 1024, network: { egress: 'none' } },
+      probeIntervalMs: 2000,
+    }));
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const addr = t.app.server.address();
     const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -92,17 +66,7 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
     const key = await issueCredential(t.app.storage.db, user.id, 'apikey');
     env = { url, key, configFile: path.join(work, 'cli.json') };
     // The board's serial console from power-on (the ring replays what came before this attach).
-    await until(
-      'the board driver',
-      () => {
-        try {
-          return Boolean(driver().state.running);
-        } catch {
-          return false;
-        }
-      },
-      300_000,
-    );
+    await untilDriver(driver, 'the board driver', (d) => d.state.running, 300_000);
     serial = await driver().openSerial({ cols: 120, rows: 40 });
     // Offline while its first disk was written (the probes found no machine): back once one answers.
     for (const deadline = Date.now() + 120_000; (await t.app.boards.row(BOARD))?.state !== 'idle'; ) {

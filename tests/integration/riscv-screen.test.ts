@@ -9,7 +9,6 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
 import type { QemuDriver } from '#server/boards/qemu/qemu-driver.ts';
 import { openNetns } from '#server/boards/qemu/screen.ts';
 import {
@@ -22,24 +21,30 @@ import {
   type Screen,
   type as typeText,
 } from '../bench/rfb-screen.ts';
-import { makeTestApp, type TestApp } from './helpers/app.ts';
+import type { TestApp } from './helpers/app.ts';
+import { boardImagesDir, requireBoardImages, startRiscvLab, untilDriver } from './helpers/riscv-lab.ts';
 
-const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? 'data/images/board');
+const IMAGES = boardImagesDir();
 const BOARD = 'rv-screen';
 const BACKSPACE = 0xff08;
 
 let t: TestApp;
 let work: string;
-const driver = () => t.app.boards.driver(BOARD) as unknown as QemuDriver;
+let driver: () => QemuDriver;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, probe: () => Promise<T | null> | T | null, ms: number): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | null> | T | null,
+  ms: number,
+  everyMs = 500,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe();
     if (v !== null && v !== undefined && v !== false) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
+    await sleep(everyMs);
   }
 }
 
@@ -69,58 +74,65 @@ async function viewer(): Promise<{ s: Duplex; screen: Screen }> {
 
 /** The console login on the guest's fbcon: a screen larger than QEMU's 640×480 placeholder, text on it. */
 async function loginScreen(screen: Screen): Promise<Buffer> {
-  return until(
-    "tty1's login on the board's screen",
-    async () => {
-      const px = await grab(screen);
-      return screen.width > 640 && litPixels(px, 0, 0, screen.width, screen.height, screen.width) > 500
-        ? Buffer.from(px)
-        : null;
-    },
-    420_000,
-  );
+  let seen = '';
+  try {
+    // The guest booted first, told by its agent (cheap to ask): a whole raw frame is megabytes that
+    // QEMU encodes under its big lock, and grabbing one every half second while the machine boots
+    // slowed the emulated boot past this test's 7 minutes once in CI.
+    const t0 = Date.now();
+    await until(
+      'the board booted (its agent answers)',
+      () => driver().state.agent === 'ready',
+      420_000,
+      1000,
+    );
+    const booted = Date.now() - t0;
+    const shown = await until(
+      "tty1's login on the board's screen",
+      async () => {
+        const px = await grab(screen);
+        const lit = litPixels(px, 0, 0, screen.width, screen.height, screen.width);
+        seen = `${screen.width}x${screen.height}, ${lit} lit pixels`;
+        return screen.width > 640 && lit > 500 ? Buffer.from(px) : null;
+      },
+      180_000,
+      2000,
+    );
+    console.log(`booted ${booted} ms after the first viewer; tty1's login shown ${Date.now() - t0} ms after`);
+    return shown;
+  } catch (err) {
+    // What the machine said, on one line (the test summary keeps a failure's first lines only).
+    const tail = (await serialTail())
+      .split(/[\r\n]+/)
+      .filter(Boolean)
+      .slice(-8)
+      .join(' | ');
+    throw new Error(`${(err as Error).message} (last screen ${seen}); serial: ${tail.slice(-700)}`);
+  }
+}
+
+async function serialTail(): Promise<string> {
+  const pty = await driver().openSerial({ cols: 80, rows: 24 });
+  let text = '';
+  pty.onData((c) => {
+    text = (text + c.toString('latin1')).slice(-3000);
+  });
+  await sleep(1000);
+  pty.close();
+  return text.replace(/\x1b\[[0-9;?]*[a-zA-Z]/g, '');
 }
 
 describe("a riscv64 board's own screen", () => {
   beforeAll(async () => {
-    const images = new BoardImages(IMAGES);
-    if (!images.find(boardImageTag('minimal')))
-      throw new Error(`board image missing in ${IMAGES}: minimal (run scripts/board-images/build.sh)`);
+    requireBoardImages(IMAGES, ['minimal']);
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-rv-screen-'));
-    const labFile = path.join(work, 'lab.yaml');
-    fs.writeFileSync(
-      labFile,
-      JSON.stringify({
-        boards: [
-          {
-            id: BOARD,
-            name: BOARD,
-            model: 'QEMU riscv64 virt',
-            driver: 'qemu',
-            options: { image: boardImageTag('minimal'), cores: 2, memoryMb: 1024 },
-          },
-        ],
-      }),
-    );
-    t = await makeTestApp({
-      env: {
-        BIANBU_LAB_FILE: labFile,
-        BIANBU_BOARD_IMAGES: IMAGES,
-        BIANBU_PROBE_INTERVAL_MS: '2000',
-        BIANBU_METRICS_INTERVAL_MS: '600000',
-      },
-    });
-    await until(
-      'the board machine',
-      () => {
-        try {
-          return driver().state.running;
-        } catch {
-          return false;
-        }
-      },
-      300_000,
-    );
+    ({ t, driver } = await startRiscvLab({
+      work,
+      imagesDir: IMAGES,
+      board: { id: BOARD, image: 'minimal', cores: 2, memoryMb: 1024 },
+      probeIntervalMs: 2000,
+    }));
+    await untilDriver(driver, 'the board machine', (d) => d.state.running, 300_000, 500);
   }, 600_000);
 
   afterAll(async () => {

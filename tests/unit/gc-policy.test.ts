@@ -30,11 +30,12 @@ describe("the service's garbage-collection policy", () => {
     expect(SERVICE_NODE_FLAGS).toEqual(['--no-memory-reducer']);
     const scripts = JSON.parse(fs.readFileSync('package.json', 'utf8')).scripts as Record<string, string>;
     for (const name of ['start', 'serve']) {
-      const node = /node ([^&|;]*)src\/server\/main\.ts/.exec(scripts[name])?.[1] ?? '';
-      for (const f of SERVICE_NODE_FLAGS) expect(node.split(' '), `npm run ${name}`).toContain(f);
+      const node = /node ([^&|;]*)(src\/server\/main\.ts|dist\/server\/main\.mjs)/.exec(scripts[name])?.[1];
+      expect(node, `npm run ${name} starts the service`).toBeDefined();
+      for (const f of SERVICE_NODE_FLAGS) expect((node ?? '').split(' '), `npm run ${name}`).toContain(f);
     }
     const helper = fs.readFileSync('tests/e2e/helpers/service.ts', 'utf8');
-    expect(helper).toContain("[...SERVICE_NODE_FLAGS, '--import', 'tsx', 'src/server/main.ts']");
+    expect(helper).toContain('[...SERVICE_NODE_FLAGS, SERVER_BUNDLE]');
     // `npm run dev` (a .mjs script, which cannot import the list) spells the flags out.
     const dev = /spawn\('node', \[([^\]]*)'src\/server\/main\.ts'\]/.exec(
       fs.readFileSync('scripts/dev.mjs', 'utf8'),
