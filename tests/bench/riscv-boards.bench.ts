@@ -28,20 +28,39 @@
 //   BIANBU_BOARD_IMAGES=/var/cache/bianbu/board-images (default)
 // On a shared 2-core host each part takes 8–15 minutes (the first boot included): all four in one
 // run take over half an hour, so run them one by one, e.g. `BENCH_RV_PARTS=shell npm run bench -- riscv`.
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'ssh2';
-import type { FlashProgress, PtyHandle } from '#server/boards/driver.ts';
+import type { FlashProgress } from '#server/boards/driver.ts';
 import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
-import type { Machine } from '#server/boards/qemu/machine.ts';
-import type { QemuDriver } from '#server/boards/qemu/qemu-driver.ts';
-import { makeTestApp } from '../integration/helpers/app.ts';
+import {
+  boardImagesDir,
+  missingBoardImages,
+  noImageBuilds,
+  startRiscvLab,
+} from '../integration/helpers/riscv-lab.ts';
+import {
+  type BootRecord,
+  BootWatch,
+  cpuSeconds,
+  loadavg,
+  type Mark,
+  type QemuInternals,
+  rssMib,
+} from './riscv-boot-watch.ts';
+import {
+  echo,
+  opensshShell,
+  productShell,
+  runLine,
+  type ShellPath,
+  setupFailures,
+  throughput,
+} from './riscv-shells.ts';
 
-const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? '/var/cache/bianbu/board-images');
+const IMAGES = boardImagesDir('/var/cache/bianbu/board-images');
 const PARTS = new Set((process.env.BENCH_RV_PARTS ?? 'boot,shell,density,flash').split(','));
 const BOOTS = Number(process.env.BENCH_RV_BOOTS ?? 3);
 const ROUNDS = Number(process.env.BENCH_RV_ROUNDS ?? 3);
@@ -50,10 +69,7 @@ const IDLE_S = 30;
 const BOARD = 'rv-bench';
 const CORES = 2;
 const MEMORY_MB = 1024;
-const TICK = 100; // USER_HZ of /proc/<pid>/stat on Linux
 const MIB = 1024 * 1024;
-const MARKS = ['OpenSBI', 'U-Boot', 'Linux version', 'Welcome', 'login:'] as const;
-type Mark = (typeof MARKS)[number];
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const median = (xs: number[]) => {
@@ -65,427 +81,18 @@ const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
-const loadavg = () => os.loadavg()[0];
-
-/** What the bench reads of the driver beyond its interface (the machine, the agent's SSH pool). */
-interface QemuInternals {
-  machine: Machine | null;
-  ssh: { dropConnections(): void } | null;
-  cgroups: { memoryUsage(): number | null } | null;
-}
-
-// ---- host processes -----------------------------------------------------------------------------
-
-function statFields(pid: number): string[] | null {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-
-/** The qemu-system process under the machine's launcher (sh → nice → setpriv → bwrap → bwrap → qemu). */
-function qemuPid(root: number | undefined): number | null {
-  if (!root) return null;
-  const children = new Map<number, number[]>();
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    const f = statFields(Number(e));
-    if (!f) continue;
-    const ppid = Number(f[1]);
-    if (!children.has(ppid)) children.set(ppid, []);
-    children.get(ppid)!.push(Number(e));
-  }
-  const todo = [root];
-  while (todo.length) {
-    const pid = todo.shift()!;
-    try {
-      if (fs.readFileSync(`/proc/${pid}/comm`, 'latin1').startsWith('qemu-system')) return pid;
-    } catch {}
-    todo.push(...(children.get(pid) ?? []));
-  }
-  return null;
-}
-
-/** utime + stime of a process, in seconds. */
-function cpuSeconds(pid: number | null): number {
-  const f = pid ? statFields(pid) : null;
-  return f ? (Number(f[11]) + Number(f[12])) / TICK : Number.NaN;
-}
-
-function rssMib(pid: number | null): number {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/status`, 'latin1');
-    return Number(/^VmRSS:\s+(\d+)/m.exec(s)?.[1] ?? Number.NaN) / 1024;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-// ---- boot stages on the serial console ----------------------------------------------------------
-
-interface BootRecord {
-  label: string;
-  /** ms after power-on (or reset) at which each mark first showed. */
-  at: Partial<Record<Mark | 'agent' | 'agentReady', number>>;
-  /** QEMU CPU seconds spent since power-on (or reset) at each mark. */
-  cpu: Partial<Record<Mark | 'agent', number>>;
-  load: number;
-}
-
-/**
- * Watches one machine's serial line for the boot marks of the boot begun last. `begin()` starts a
- * record at the moment of the power-on or reset; with `onPowerOn`, the record's clock starts when the
- * machine is next powered on (a flash powers it off, writes the disk, and powers it on).
- */
-class BootWatch {
-  private text = '';
-  private rec: BootRecord | null = null;
-  private t0 = 0;
-  private cpu0 = 0;
-  private armed: BootRecord | null = null;
-  pid: number | null = null;
-  powerOnAt = 0;
-
-  constructor(private readonly machine: Machine) {
-    // The power-on moment is the launcher's spawn, which the machine does not announce: wrap it.
-    const powerOn = machine.powerOn.bind(machine);
-    machine.powerOn = async () => {
-      this.powerOnAt = performance.now();
-      if (this.armed) {
-        this.start(this.armed, this.powerOnAt, 0);
-        this.armed = null;
-      }
-      this.pid = null;
-      await powerOn();
-      this.pid = qemuPid(machine.pid);
-    };
-    machine.on('serial', (d: Buffer) => this.onSerial(d));
-  }
-
-  private start(rec: BootRecord, t0: number, cpu0: number): void {
-    this.rec = rec;
-    this.t0 = t0;
-    this.cpu0 = cpu0;
-    this.text = '';
-  }
-
-  /** A record whose clock starts now (a reset, or a power-on about to happen). */
-  begin(label: string): BootRecord {
-    const rec: BootRecord = { label, at: {}, cpu: {}, load: loadavg() };
-    const pid = this.machine.running ? this.qemu() : null;
-    this.start(rec, performance.now(), pid ? cpuSeconds(pid) : 0);
-    return rec;
-  }
-
-  /** A record whose clock starts at the machine's next power-on. */
-  beginOnPowerOn(label: string): BootRecord {
-    const rec: BootRecord = { label, at: {}, cpu: {}, load: loadavg() };
-    this.armed = rec;
-    this.rec = null;
-    return rec;
-  }
-
-  /** Marks a stage of the current record (the agent, from the bench's own probe). */
-  mark(k: 'agent' | 'agentReady'): void {
-    if (!this.rec || this.rec.at[k] !== undefined) return;
-    this.rec.at[k] = performance.now() - this.t0;
-    if (k === 'agent') this.rec.cpu.agent = this.cpuNow();
-  }
-
-  /** The running machine's qemu-system process. */
-  qemu(): number | null {
-    this.pid ??= qemuPid(this.machine.pid);
-    return this.pid;
-  }
-
-  private cpuNow(): number {
-    return cpuSeconds(this.qemu()) - this.cpu0;
-  }
-
-  private onSerial(d: Buffer): void {
-    const rec = this.rec;
-    if (!rec) return;
-    this.text = (this.text + d.toString('latin1')).slice(-4096);
-    for (const m of MARKS) {
-      if (rec.at[m] !== undefined) continue;
-      if (m === 'login:' ? /login: ?$/m.test(this.text) : this.text.includes(m)) {
-        rec.at[m] = performance.now() - this.t0;
-        rec.cpu[m] = this.cpuNow();
-      }
-    }
-  }
-}
-
-// ---- shells -------------------------------------------------------------------------------------
-
-/** One shell as the bench drives it: bytes in, bytes out. */
-interface ShellPath {
-  send(s: string): void;
-  onOutput(fn: (b: Buffer) => void): void;
-  close(): Promise<void>;
-}
-
-/** Output until `marker`: its size, time, and (with `keep`) its text. */
-function untilMarker(p: ShellPath, marker: string, run: () => void, timeoutMs = 600_000, keep = false) {
-  let bytes = 0;
-  let tail = '';
-  let text = '';
-  const t0 = performance.now();
-  return new Promise<{ bytes: number; ms: number; text: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timeout waiting for ${marker}`)), timeoutMs);
-    p.onOutput((b) => {
-      bytes += b.length;
-      const s = b.toString('latin1');
-      if (keep) text += s;
-      tail = (tail + s).slice(-200);
-      if (tail.includes(marker)) {
-        clearTimeout(timer);
-        p.onOutput(() => {});
-        resolve({ bytes, ms: performance.now() - t0, text });
-      }
-    });
-    run();
-  });
-}
-
-let markerNo = 0;
-/** Runs a command line and waits for its end (a marker echoed after it, split so the echo never matches). */
-async function runLine(p: ShellPath, line: string, timeoutMs?: number, keep = false) {
-  const m = `MK${++markerNo}X`;
-  return untilMarker(p, `${m}Z`, () => p.send(`${line}; echo ${m}""Z\n`), timeoutMs, keep);
-}
-
-/**
- * The guest's CPU ticks (USER_HZ): its sshd's session process (the shell's parent, which reads the
- * PTY and encrypts: the SSH side of the path), and all its harts' busy time.
- */
-async function guestTicks(p: ShellPath): Promise<{ sshd: number; busy: number }> {
-  const r = await runLine(
-    p,
-    "echo GT $(awk '{print $14+$15}' /proc/$PPID/stat) $(awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat)",
-    60_000,
-    true,
-  );
-  const m = /GT (\d+) (\d+)/.exec(r.text);
-  return { sshd: Number(m?.[1] ?? Number.NaN), busy: Number(m?.[2] ?? Number.NaN) };
-}
-
-/** ~32 MiB of terminal output: `cat` of the guest's base64 file, timed to its last byte. */
-async function throughput(p: ShellPath, qemu: number | null) {
-  const g0 = await guestTicks(p);
-  const cpu0 = cpuSeconds(qemu);
-  const r = await runLine(p, 'cat /root/b64');
-  const qemuCpu = cpuSeconds(qemu) - cpu0;
-  const g1 = await guestTicks(p);
-  return {
-    mibs: r.bytes / MIB / (r.ms / 1000),
-    mib: r.bytes / MIB,
-    qemuCpu,
-    guestSshd: (g1.sshd - g0.sshd) / TICK,
-    guestBusy: (g1.busy - g0.busy) / TICK,
-  };
-}
-
-/**
- * Single keystrokes to a program in a raw PTY that writes back each byte as it reads it: `dd bs=1`
- * (a read and a write per byte, as `cat` does; `head -c` would hold them in stdio's buffer), which
- * ends by itself after its count where `cat` in a raw PTY could not be stopped.
- */
-async function echo(p: ShellPath, keys: number): Promise<number[]> {
-  const warm = 20;
-  await untilMarker(p, 'ECHOGO', () =>
-    p.send(`stty raw -echo; echo ECHO""GO; dd bs=1 count=${keys + warm} status=none; stty sane -echo\n`),
-  );
-  await sleep(300);
-  const lat: number[] = [];
-  for (let i = 0; i < keys + warm; i++) {
-    const ch = String.fromCharCode(97 + (i % 26));
-    const t0 = performance.now();
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('a keystroke was not echoed in 30 s')), 30_000);
-      p.onOutput((b) => {
-        if (b.includes(ch)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      p.send(ch);
-    });
-    if (i >= warm) lat.push(performance.now() - t0);
-    await sleep(5);
-  }
-  await runLine(p, 'true', 60_000);
-  return lat;
-}
-
-/** Shells that did not open, and why: a new connection to the board's sshd is not always answered. */
-const setupFailures: string[] = [];
-
-/**
- * A shell through the product. driver.openShell answers at once and opens the shell behind the handle;
- * a shell that ends or stays silent for a minute is closed and tried again (`tries` in all), and its
- * setup time counts from the first try.
- */
-async function productShell(
-  driver: QemuDriver,
-  tries = 4,
-): Promise<{ path: ShellPath; setupMs: number; tries: number }> {
-  const t0 = performance.now();
-  for (let i = 1; ; i++) {
-    const h: PtyHandle = await driver.openShell({ cols: 120, rows: 40 });
-    let sink: (b: Buffer) => void = () => {};
-    let first = 0;
-    h.onData((b) => {
-      first ||= performance.now();
-      sink(b);
-    });
-    const gone = new Promise<never>((_, reject) =>
-      h.onExit((x) => reject(new Error(`the shell ended (${x.reason ?? x.exitCode})`))),
-    );
-    gone.catch(() => {});
-    const path: ShellPath = {
-      send: (s) => h.write(s),
-      onOutput: (fn) => {
-        sink = fn;
-      },
-      close: async () => {
-        h.close();
-        await sleep(200);
-      },
-    };
-    try {
-      await Promise.race([runLine(path, 'stty -echo', 60_000), gone]);
-      return { path, setupMs: first - t0, tries: i };
-    } catch (err) {
-      h.close();
-      setupFailures.push(`product, try ${i}: ${(err as Error).message}`);
-      if (i >= tries) throw err;
-      await sleep(1000);
-    }
-  }
-}
-
-/**
- * OpenSSH's client into the guest's sshd over the board's next virtio-serial stream (the service's
- * own connection to it dropped first: the port carries one connection at a time).
- */
-async function opensshShell(
-  driver: QemuDriver,
-  work: string,
-  cipher: string | undefined,
-  since: number,
-): Promise<{ path: ShellPath; setupMs: number; cipher: string; child: ChildProcess }> {
-  const inner = driver as unknown as QemuInternals;
-  // Setup is timed from `since`, as the product's: the board's next stream, the handshake, the shell.
-  const t0 = since;
-  const agent = await inner.machine!.agent!.next(10_000);
-  const sockFile = path.join(work, 'agent-bridge.sock');
-  fs.rmSync(sockFile, { force: true });
-  const bridge = net.createServer((c) => {
-    bridge.close();
-    c.pipe(agent);
-    agent.pipe(c);
-    c.on('close', () => agent.destroy());
-    c.on('error', () => agent.destroy());
-    agent.on('close', () => c.destroy());
-  });
-  await new Promise<void>((r) => bridge.listen(sockFile, r));
-  const askpass = path.join(work, 'askpass.sh');
-  fs.writeFileSync(askpass, '#!/bin/sh\necho\n', { mode: 0o700 });
-  const child = spawn(
-    'ssh',
-    [
-      '-F',
-      '/dev/null',
-      '-v',
-      '-e',
-      'none',
-      '-tt',
-      ...(cipher ? ['-c', cipher] : []),
-      '-o',
-      `ProxyCommand=socat - UNIX-CONNECT:${sockFile}`,
-      '-o',
-      'StrictHostKeyChecking=no',
-      '-o',
-      'UserKnownHostsFile=/dev/null',
-      '-o',
-      'PreferredAuthentications=none,password',
-      '-o',
-      'NumberOfPasswordPrompts=1',
-      'root@board',
-    ],
-    {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' },
-    },
-  );
-  let stderr = '';
-  child.stderr!.setEncoding('latin1').on('data', (s: string) => {
-    if (stderr.length < 64 * 1024) stderr += s;
-  });
-  let sink: (b: Buffer) => void = () => {};
-  let first = 0;
-  child.stdout!.on('data', (b: Buffer) => {
-    first ||= performance.now();
-    sink(b);
-  });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const shellPath: ShellPath = {
-    send: (s) => child.stdin!.write(s),
-    onOutput: (fn) => {
-      sink = fn;
-    },
-    close: async () => {
-      child.stdin!.write('exit\n');
-      await Promise.race([exited, sleep(10_000)]);
-      if (child.exitCode === null) child.kill('SIGKILL');
-      agent.destroy();
-      bridge.close();
-      await sleep(200);
-    },
-  };
-  try {
-    await Promise.race([
-      runLine(shellPath, 'stty -echo', 60_000),
-      exited.then(() => {
-        throw new Error(`ssh exited: ${stderr.split('\n').slice(-6).join(' | ')}`);
-      }),
-    ]);
-  } catch (err) {
-    await shellPath.close();
-    throw err;
-  }
-  const negotiated = /kex: server->client cipher: (\S+)/.exec(stderr)?.[1] ?? '?';
-  return { path: shellPath, setupMs: first - t0, cipher: negotiated, child };
-}
 
 // ---- the run ------------------------------------------------------------------------------------
 
 async function main() {
+  const missing = missingBoardImages(IMAGES, ['developer', 'minimal']);
+  if (missing) throw new Error(missing);
   const images = new BoardImages(IMAGES);
-  const dev = images.find(boardImageTag('developer'));
-  const min = images.find(boardImageTag('minimal'));
-  if (!dev || !min) throw new Error(`board images missing in ${IMAGES}: build them first`);
+  const dev = images.find(boardImageTag('developer'))!;
+  const min = images.find(boardImageTag('minimal'))!;
   // The bench measures; it never starts an image build (the lab's start would, for a stale recipe).
-  BoardImages.prototype.ensure = async () => {};
+  noImageBuilds();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rv-'));
-  const labFile = path.join(work, 'lab.json');
-  fs.writeFileSync(
-    labFile,
-    JSON.stringify({
-      boards: [
-        {
-          id: BOARD,
-          name: BOARD,
-          model: 'QEMU riscv64 virt',
-          driver: 'qemu',
-          options: { image: boardImageTag('developer'), cores: CORES, memoryMb: MEMORY_MB },
-        },
-      ],
-    }),
-  );
   // The host is shared: its load, and other QEMU boards (other people's tests) beside this one.
   const loads: number[] = [loadavg()];
   const others: number[] = [];
@@ -505,14 +112,12 @@ async function main() {
   }, 10_000);
   let watching: BootWatch | null = null;
   const runStart = performance.now();
-  const t = await makeTestApp({
-    env: {
-      LOG_LEVEL: 'silent',
-      BIANBU_LAB_FILE: labFile,
-      BIANBU_BOARD_IMAGES: IMAGES,
-      BIANBU_PROBE_INTERVAL_MS: '5000',
-      BIANBU_METRICS_INTERVAL_MS: '600000',
-    },
+  const { t, driver: driverOf } = await startRiscvLab({
+    work,
+    imagesDir: IMAGES,
+    board: { id: BOARD, image: 'developer', cores: CORES, memoryMb: MEMORY_MB },
+    probeIntervalMs: 5000,
+    silent: true,
   });
   // The lab's probes and metric samples stop: a metric sample opens a connection through the agent,
   // which would take the board's one stream from under an OpenSSH round; the density part samples
@@ -520,7 +125,7 @@ async function main() {
   const labTimers = (t.app.boards as unknown as { timers: NodeJS.Timeout[] }).timers;
   if (!labTimers.length) throw new Error('the lab has no timers to stop yet');
   for (const x of labTimers) clearInterval(x);
-  const driver = t.app.boards.driver(BOARD) as unknown as QemuDriver;
+  const driver = driverOf();
   const inner = driver as unknown as QemuInternals;
   // The machine exists once the driver has its identity and cgroups, before the default image is
   // written to the disk and long before the power-on.

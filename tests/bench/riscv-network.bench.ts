@@ -17,14 +17,18 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
-import type { QemuDriver } from '#server/boards/qemu/qemu-driver.ts';
 import { shQuote } from '#server/boards/ssh/quote.ts';
 import type { SshDriver } from '#server/boards/ssh/ssh-driver.ts';
-import { makeTestApp } from '../integration/helpers/app.ts';
 import { OUTSIDE, outsideMissing, startOutside, writeAptRepo } from '../integration/helpers/outside-netns.ts';
+import {
+  boardImagesDir,
+  noImageBuilds,
+  requireBoardImages,
+  startRiscvLab,
+  untilDriver,
+} from '../integration/helpers/riscv-lab.ts';
 
-const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? '/var/cache/bianbu/board-images');
+const IMAGES = boardImagesDir('/var/cache/bianbu/board-images');
 const MIB = Number(process.env.BENCH_NET_MIB ?? 32);
 const ROUNDS = Number(process.env.BENCH_NET_ROUNDS ?? 3);
 const BYTES = MIB * 1024 * 1024;
@@ -102,46 +106,20 @@ function boardProcesses(): { passt?: number; qemu?: number } {
 async function main(): Promise<void> {
   const missing = outsideMissing();
   if (missing) throw new Error(`cannot run: ${missing}`);
-  if (!new BoardImages(IMAGES).find(boardImageTag('minimal')))
-    throw new Error(`no minimal image in ${IMAGES}`);
-  BoardImages.prototype.ensure = async () => {};
+  requireBoardImages(IMAGES, ['minimal']);
+  noImageBuilds();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rvnet-'));
   writeAptRepo(path.join(work, 'repo'));
   const outside = await startOutside(path.join(work, 'repo'));
-  const labFile = path.join(work, 'lab.json');
-  fs.writeFileSync(
-    labFile,
-    JSON.stringify({
-      boards: [
-        {
-          id: BOARD,
-          name: BOARD,
-          model: 'QEMU riscv64 virt',
-          driver: 'qemu',
-          options: { image: boardImageTag('minimal'), cores: 2, memoryMb: 1024, network: { egress: 'nat' } },
-        },
-      ],
-    }),
-  );
-  const t = await makeTestApp({
-    env: {
-      LOG_LEVEL: 'silent',
-      BIANBU_LAB_FILE: labFile,
-      BIANBU_BOARD_IMAGES: IMAGES,
-      BIANBU_PROBE_INTERVAL_MS: '5000',
-      BIANBU_METRICS_INTERVAL_MS: '600000',
-    },
+  const { t, driver } = await startRiscvLab({
+    work,
+    imagesDir: IMAGES,
+    board: { id: BOARD, image: 'minimal', cores: 2, memoryMb: 1024, network: { egress: 'nat' } },
+    probeIntervalMs: 5000,
+    silent: true,
   });
   try {
-    const driver = () => t.app.boards.driver(BOARD) as unknown as QemuDriver;
-    const deadline = Date.now() + 900_000;
-    for (;;) {
-      try {
-        if (driver().state.agent === 'ready') break;
-      } catch {}
-      if (Date.now() > deadline) throw new Error('the board never answered');
-      await sleep(1000);
-    }
+    await untilDriver(driver, 'the board to answer', (d) => d.state.agent === 'ready', 900_000, 1000);
     const ssh = (driver() as unknown as { ssh: SshDriver }).ssh;
     const inGuest = async (script: string) => {
       const r = await ssh.exec(`bash -c ${shQuote(script)}`, 600_000);

@@ -30,10 +30,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
-import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
-import type { QemuDriver } from '#server/boards/qemu/qemu-driver.ts';
 import { HOUR_MS } from '#shared/constants.ts';
-import { makeTestApp } from '../integration/helpers/app.ts';
+import {
+  boardImagesDir,
+  requireBoardImages,
+  startRiscvLab,
+  untilDriver,
+} from '../integration/helpers/riscv-lab.ts';
 import { makeUser } from '../integration/helpers/users.ts';
 import { Reader } from './rfb-client.ts';
 import {
@@ -48,7 +51,7 @@ import {
   type Screen,
 } from './rfb-screen.ts';
 
-const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? '/var/cache/bianbu/board-images');
+const IMAGES = boardImagesDir('/var/cache/bianbu/board-images');
 const SECONDS = Number(process.env.BENCH_RVNC_SECONDS ?? 15);
 const ROUNDS = Number(process.env.BENCH_RVNC_ROUNDS ?? 3);
 const LOADS = {
@@ -111,44 +114,25 @@ async function measure(open: () => Promise<Screen>, qemu: number): Promise<Pass>
 
 async function main() {
   if (process.getuid?.() !== 0) throw new Error('riscv64 boards need root');
-  if (!new BoardImages(IMAGES).find(boardImageTag('minimal')))
-    throw new Error(`no minimal board image in ${IMAGES} (scripts/board-images/build.sh)`);
+  requireBoardImages(IMAGES, ['minimal']);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-rvnc-'));
-  const labFile = path.join(work, 'lab.yaml');
-  fs.writeFileSync(
-    labFile,
-    JSON.stringify({
-      boards: [
-        {
-          id: BOARD,
-          name: BOARD,
-          model: 'QEMU riscv64 virt',
-          driver: 'qemu',
-          options: { image: boardImageTag('minimal'), cores: 2, memoryMb: 1024 },
-        },
-      ],
-    }),
-  );
-  const t = await makeTestApp({
-    env: {
-      LOG_LEVEL: 'silent',
-      BIANBU_LAB_FILE: labFile,
-      BIANBU_BOARD_IMAGES: IMAGES,
-      BIANBU_METRICS_INTERVAL_MS: '600000',
-    },
+  const { t, driver } = await startRiscvLab({
+    work,
+    imagesDir: IMAGES,
+    board: { id: BOARD, image: 'minimal', cores: 2, memoryMb: 1024 },
+    silent: true,
   });
   try {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const port = (t.app.server.address() as AddressInfo).port;
-    const driver = () => t.app.boards.driver(BOARD) as unknown as QemuDriver;
     const begun = Date.now();
-    for (;;) {
-      try {
-        if (driver().state.agent === 'ready') break;
-      } catch {}
-      if (Date.now() - begun > 900_000) throw new Error('the board did not boot in 15 minutes');
-      await sleep(1000);
-    }
+    await untilDriver(
+      driver,
+      'the board to boot (15 minutes)',
+      (d) => d.state.agent === 'ready',
+      900_000,
+      1000,
+    );
     const u = await makeUser(t.app);
     const post = async (url: string, body: object) =>
       (await t.app.inject({ method: 'POST', url, headers: u.headers, payload: body })).json();
