@@ -7,10 +7,11 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BoardImages, boardImageTag } from '#server/boards/qemu/board-images.ts';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { boardImageTag } from '#server/boards/qemu/board-images.ts';
 import { BoardDisk, JOURNAL_NAME, PRE_RESTORE } from '#server/boards/qemu/snapshot-disk.ts';
 import { type CliEnv, runCli } from './helpers/cli-run.ts';
+import { boardImagesDir, requireBoardImages, writeRiscvLab } from './helpers/riscv-lab.ts';
 
 const MIB = 1024 * 1024;
 
@@ -324,7 +325,7 @@ describe('a board disk: a qcow2 overlay over the raw base, its snapshots', () =>
   });
 });
 
-const IMAGES = path.resolve(process.env.BIANBU_BOARD_IMAGES ?? 'data/images/board');
+const IMAGES = boardImagesDir();
 const BOARD = 'snap-rv';
 const NAME = 'rv';
 
@@ -336,6 +337,20 @@ interface Service {
   exited: Promise<unknown>;
 }
 
+/** Both starts of the service append to one log beside the data directory. */
+const serviceLog = (dataDir: string) => path.join(path.dirname(dataDir), 'service.log');
+
+/** A failed test says what the service and its board did: the log's last lines. */
+function printServiceLog(dataDir: string): void {
+  let text = '';
+  try {
+    text = fs.readFileSync(serviceLog(dataDir), 'utf8');
+  } catch {
+    return;
+  }
+  console.log(`the service's log, last lines:\n${text.split('\n').slice(-80).join('\n')}`);
+}
+
 function startService(o: { dataDir: string; labFile: string; quotaMb?: number }): Promise<Service> {
   const child = spawn(
     process.execPath,
@@ -345,7 +360,7 @@ function startService(o: { dataDir: string; labFile: string; quotaMb?: number })
       env: {
         ...process.env,
         DATABASE_URL: '',
-        BIANBU_SNAPSHOT_SERVICE: JSON.stringify({ ...o, images: IMAGES }),
+        BIANBU_SNAPSHOT_SERVICE: JSON.stringify({ ...o, images: IMAGES, logFile: serviceLog(o.dataDir) }),
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -386,22 +401,8 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
     dataDir = path.join(work, 'data');
     labFile = path.join(work, 'lab.yaml');
     boardDir = path.join(dataDir, 'boards', BOARD);
-    if (!new BoardImages(IMAGES).find(boardImageTag('minimal')))
-      throw new Error(`the minimal board image is missing in ${IMAGES} (scripts/board-images/build.sh)`);
-    fs.writeFileSync(
-      labFile,
-      JSON.stringify({
-        boards: [
-          {
-            id: BOARD,
-            name: BOARD,
-            model: 'QEMU riscv64 virt',
-            driver: 'qemu',
-            options: { image: boardImageTag('minimal'), cores: 2, memoryMb: 1024 },
-          },
-        ],
-      }),
-    );
+    requireBoardImages(IMAGES, ['minimal']);
+    writeRiscvLab(labFile, { id: BOARD, image: 'minimal', cores: 2, memoryMb: 1024 });
     svc = await startService({ dataDir, labFile });
     env = { url: svc.url, key: svc.key!, configFile: path.join(work, 'cli.json') };
     // The board comes into service once its first disk is written and its machine answers.
@@ -423,6 +424,7 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
   }, 60_000);
 
   it('with the CLI: a file written, saved, deleted and restored is there again', async () => {
+    onTestFailed(() => printServiceLog(dataDir));
     await sh('echo kept-1 > /root/snap.txt && sync');
     const save = await bianbu(['snapshot', 'save', NAME, 'first']);
     expect(save.code, save.stderr).toBe(0);
@@ -472,6 +474,7 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
   }, 900_000);
 
   it('with a sequence: snapshot save, delete, snapshot restore, the file is back', async () => {
+    onTestFailed(() => printServiceLog(dataDir));
     const file = path.join(work, 'snap-seq.yaml');
     fs.writeFileSync(
       file,
@@ -495,6 +498,7 @@ describe('a riscv64 board under QEMU: a user saves, deletes, restores; a service
   }, 900_000);
 
   it('a service killed with SIGKILL during a restore: restarted, the restore is finished, the board boots', async () => {
+    onTestFailed(() => printServiceLog(dataDir));
     await sh('echo after-second > /root/late.txt && rm -f /root/snap.txt && sync');
     const leases = JSON.parse((await bianbu(['leases', '--json'])).stdout) as {
       items: { serverName: string; applyId: string | null }[];

@@ -1,6 +1,7 @@
 // A whole service (a lab of one riscv64 QEMU board, PGlite in its data directory) for the snapshot
 // test, run as a process of its own so the test can kill it with SIGKILL mid-restore and start it
-// again on the same data. Settings in BIANBU_SNAPSHOT_SERVICE: {dataDir, labFile, images, quotaMb?}. The first
+// again on the same data. Settings in BIANBU_SNAPSHOT_SERVICE: {dataDir, labFile, images, quotaMb?,
+// logFile?}. The first
 // start makes the user and prints `KEY <apikey>`; every start prints `URL <url>` once it listens.
 import { buildApp } from '#server/app.ts';
 import { issueCredential } from '#server/auth/tokens.ts';
@@ -12,6 +13,8 @@ const o = JSON.parse(process.env.BIANBU_SNAPSHOT_SERVICE ?? '{}') as {
   labFile: string;
   images: string;
   quotaMb?: number;
+  /** The service's log, appended: what a failed test prints. */
+  logFile?: string;
 };
 const app = await buildApp({
   config: testConfig({
@@ -22,7 +25,7 @@ const app = await buildApp({
     BIANBU_METRICS_INTERVAL_MS: '600000',
     ...(o.quotaMb === undefined ? {} : { BIANBU_FLASH_USER_QUOTA_MB: String(o.quotaMb) }),
   }),
-  logger: false,
+  logger: o.logFile ? { level: 'info', file: o.logFile } : false,
 });
 await app.ready();
 await app.listen({ port: 0, host: '127.0.0.1' });
