@@ -23,6 +23,7 @@ export class WsRelay {
 
   static async start(): Promise<WsRelay> {
     program ??= compileProgram(['relay.c', 'relay-view.c'], 'bianbu-relay', 'the WebSocket relay');
+    void sweepDeadRelays(os.tmpdir());
     // Its socket lives in a directory only the service's user may enter; the relay accepts its parent only.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-relay-'));
     const socketPath = path.join(dir, 'relay.sock');
@@ -58,6 +59,47 @@ export class WsRelay {
     const [connections, views, typed, emitted] = (await this.proc.request('stats')).map(Number);
     return { connections, views, typed, emitted };
   }
+}
+
+/**
+ * Removes the directories of relays whose service was killed (its 'exit' handler never ran): ours
+ * (same uid), a minute old or more (a relay another service is starting is left alone), and whose
+ * socket no process listens on. Best effort; never throws.
+ */
+export async function sweepDeadRelays(tmp: string, minAgeMs = 60_000): Promise<string[]> {
+  const swept: string[] = [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(tmp).filter((n) => n.startsWith('bianbu-relay-'));
+  } catch {
+    return swept;
+  }
+  const uid = process.getuid?.();
+  for (const n of names) {
+    const dir = path.join(tmp, n);
+    try {
+      const st = fs.lstatSync(dir);
+      if (!st.isDirectory() || st.uid !== uid || Date.now() - st.mtimeMs < minAgeMs) continue;
+      if (await listening(path.join(dir, 'relay.sock'))) continue;
+      fs.rmSync(dir, { recursive: true, force: true });
+      swept.push(dir);
+    } catch {}
+  }
+  return swept;
+}
+
+/** Whether a process accepts on the unix socket (a refused or missing socket: no). */
+function listening(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(socketPath);
+    const done = (alive: boolean) => {
+      s.destroy();
+      resolve(alive);
+    };
+    s.setTimeout(2000, () => done(true));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
 }
 
 /** The service's relay, started at the first call and again after it ended; rejects if it cannot run. */
