@@ -4,7 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { labFileSchema } from '#server/boards/labfile.ts';
 import type { Firewall } from '#server/boards/qemu/firewall.ts';
 import { NIC_FD, qemuArgs } from '#server/boards/qemu/machine.ts';
@@ -249,8 +249,12 @@ function fakeFirewall(opts: { unavailable?: string; failApply?: boolean } = {}) 
   return { fw, calls };
 }
 
+// Every directory of this file under one, removed at the end.
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-test-net-'));
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
 function network(fw: Firewall, policy = nat()) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-net-'));
+  const dir = fs.mkdtempSync(path.join(scratch, 'net-'));
   const changes: string[] = [];
   const n = new BoardNetwork({
     boardId: 'rv-1',
@@ -302,7 +306,7 @@ describe("a board's NIC backend", () => {
   });
 
   it("hands passt a blocking socket: the shell before it clears the pair's O_NONBLOCK", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-pair-'));
+    const dir = fs.mkdtempSync(path.join(scratch, 'pair-'));
     const [a, b] = await socketPair(dir);
     const argv = passtArgv(process.getuid?.() ?? 0, '', 3);
     // The same shell text, then a look at the descriptor's flags instead of setpriv and passt.
@@ -326,7 +330,7 @@ describe("a board's NIC backend", () => {
   });
 
   it('makes a connected pair of stream sockets and leaves no socket file behind', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-pair-'));
+    const dir = fs.mkdtempSync(path.join(scratch, 'pair-'));
     const [a, b] = await socketPair(dir);
     const got = new Promise<string>((r) => b.once('data', (d: Buffer) => r(d.toString())));
     a.write('frame');
