@@ -139,7 +139,7 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
     expect(fs.readlinkSync(`/proc/${qemu}/ns/net`)).not.toBe(fs.readlinkSync('/proc/self/ns/net'));
   }, 600_000);
 
-  it('power reset: the host resets the machine, OpenSBI prints again, the board comes back', async () => {
+  it('power reset: the host resets the machine, OpenSBI prints again, the board comes back, and after a crash too', async () => {
     const before = serialLog.split('OpenSBI v').length;
     await sh('echo marker > /root/kept && sync');
     // As an attacker: the board's root makes uname lie, with 5,000 characters and terminal escapes,
@@ -171,6 +171,13 @@ describe('a riscv64 board under QEMU, driven with the bianbu CLI', () => {
       expect(v).not.toMatch(/[\u0000-\u001f\u007f]/);
     }
     await sh('rm /usr/local/bin/uname');
+    // QEMU ends on its own (a crash, an OOM kill): the board boots again by itself, its disk intact.
+    const { boots, pid } = driver().state;
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid!, 'SIGKILL');
+    await until('the machine started again', () => driver().state.boots > boots, 120_000);
+    expect(driver().state.pid).not.toBe(pid);
+    expect(await sh('cat /root/kept')).toBe('marker');
   }, 600_000);
 
   it('a serial flood from inside costs a viewer that does not read at most 1 MiB', async () => {

@@ -34,6 +34,8 @@ export const UBOOT_SMODE = '/usr/lib/u-boot/qemu-riscv64_smode/u-boot.bin';
 export const AGENT_PORT_NAME = 'org.bianbu.agent';
 /** The block node of the board's disk (its qcow2 overlay): internal snapshots are taken on it. */
 export const DISK_NODE = 'disk0';
+/** How long a starting machine's monitor may take to connect before the start counts as failed. */
+const QMP_CONNECT_MS = 60_000;
 
 export interface MachineSpec {
   cores: number;
@@ -306,6 +308,8 @@ export class Listener {
 
 export class Machine extends EventEmitter {
   private proc: ChildProcess | null = null;
+  /** The start under way (powerOn). */
+  private starting: Promise<void> | null = null;
   /** A handle on the running machine's network namespace, where its VNC server listens (screen.ts). */
   private netns: number | null = null;
   /** The screen's relays open now, one per viewer: ended with the machine. */
@@ -340,9 +344,19 @@ export class Machine extends EventEmitter {
     this.agent ??= new Listener(path.join(dir, 'agent.sock'), this.spec.uid);
   }
 
-  /** Starts the machine; resolves once it runs with its serial line and monitor connected. */
-  async powerOn(): Promise<void> {
-    if (this.running) return;
+  /**
+   * Starts the machine; resolves once it runs with its serial line and monitor connected. One start at
+   * a time: a caller while one is under way (a reset and the driver's keepOn at once) waits for it.
+   */
+  powerOn(): Promise<void> {
+    if (this.running) return Promise.resolve();
+    this.starting ??= this.spawnMachine().finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  private async spawnMachine(): Promise<void> {
     this.listen();
     await Promise.all([this.serialL!.ready(), this.qmpL!.ready(), this.agent!.ready()]);
     // A fresh NIC pair each power-on (the last one ended with the last QEMU).
@@ -397,7 +411,9 @@ export class Machine extends EventEmitter {
       const exited = new Promise<never>((_, reject) =>
         proc.once('exit', () => reject(new Error('QEMU exited'))),
       );
-      const sock = await Promise.race([this.qmpL!.next(20_000), exited]);
+      // Its monitor answers within a second here when idle; a starved host (a test run's two lanes,
+      // a slower CI machine) can take far longer, and a miss leaves the board off until keepOn.
+      const sock = await Promise.race([this.qmpL!.next(QMP_CONNECT_MS), exited]);
       this.qmp = await Promise.race([Qmp.over(sock), exited]);
       this.qmp.on('event', (e: { event?: string }) => {
         if (e.event === 'RESET') this.onBoot('reset');

@@ -58,6 +58,10 @@ const BOOT_WAIT_MS = 300_000;
  * `board.booting` (the console and the CLI try again).
  */
 const CALL_AGENT_WAIT_MS = 3500;
+/** How often keepOn looks at a machine that should run. */
+const KEEP_ON_LOOK_MS = 5000;
+/** The longest wait between two starts of a machine that keeps failing to start. */
+const KEEP_ON_MAX_WAIT_MS = 60_000;
 /** How long after the serial console's `login:` an agent that never answered counts as absent. */
 const AGENT_GRACE_MS = 45_000;
 export interface QemuBoardInit {
@@ -98,6 +102,8 @@ export class QemuDriver implements BoardDriver {
   private boot = 0;
   private facts: BoardFacts = {};
   private stopped = false;
+  /** Whether the machine should run: from start until the user's power-off or the board's stop. */
+  private wantOn = false;
   private net: BoardNetwork | null = null;
   private readonly diskFile: string;
   /** The disk's files: the raw base, the qcow2 overlay the machine writes, its snapshots. */
@@ -167,12 +173,13 @@ export class QemuDriver implements BoardDriver {
   }
 
   /** The agent's state and the last boot's facts, for the lab and tests. */
-  get state(): { agent: AgentState; boots: number; facts: BoardFacts; running: boolean } {
+  get state(): { agent: AgentState; boots: number; facts: BoardFacts; running: boolean; pid: number | null } {
     return {
       agent: this.agent,
       boots: this.boot,
       facts: { ...this.facts },
       running: this.machine?.running ?? false,
+      pid: (this.machine?.running && this.machine.pid) || null,
     };
   }
 
@@ -260,19 +267,69 @@ export class QemuDriver implements BoardDriver {
         },
       },
     });
-    // What a killed service left on the disk: a flash half swapped, a restore half done; a disk of an
-    // earlier version (raw only) gets its overlay.
-    await this.disk.prepare();
-    await this.disk.recover();
-    // A first start (or a disk lost): the default image goes onto the board's disk first.
+    this.wantOn = true;
+    void this.watchAgent();
+    try {
+      await this.bootFromDisk();
+    } finally {
+      // A start that failed is tried again, as is a machine that ends while it should run.
+      void this.keepOn();
+    }
+  }
+
+  /**
+   * What a killed service left on the disk finished (a flash half swapped, a restore half done; a disk
+   * of an earlier version gets its overlay), the default image written on a first start (or a disk
+   * lost), then the machine on. Each step under the disk's lock, as flashes and restores take it.
+   */
+  private async bootFromDisk(): Promise<void> {
+    await this.disk.exclusive(async () => {
+      await this.disk.prepare();
+      await this.disk.recover();
+    });
     if (!fs.existsSync(this.diskFile)) await this.writer.writeDefaultImage();
     else this.writer.readImageTag();
-    await this.machine.powerOn();
-    void this.watchAgent();
+    await this.disk.exclusive(async () => {
+      if (this.wantOn && !this.stopped) await this.machine?.powerOn();
+    });
+  }
+
+  /**
+   * While the board lives: a machine that should run and has been off for two looks in a row (its
+   * start failed — a monitor that did not answer in time on a starved host, say — or QEMU ended on
+   * its own) is booted again, the waits after each failure growing to a minute. A flash or restore
+   * turns it off on purpose under the disk's lock, which bootFromDisk waits for; the user's power-off
+   * is not undone.
+   */
+  private async keepOn(): Promise<void> {
+    let offSeen = false;
+    let wait = KEEP_ON_LOOK_MS;
+    while (!this.stopped) {
+      await sleep(wait);
+      const off = !this.stopped && this.wantOn && this.machine !== null && !this.machine.running;
+      if (!off || !offSeen) {
+        offSeen = off;
+        wait = KEEP_ON_LOOK_MS;
+        continue;
+      }
+      try {
+        await this.bootFromDisk();
+        this.init.log?.('the board machine was off while it should run: started again');
+        offSeen = false;
+        wait = KEEP_ON_LOOK_MS;
+      } catch (err) {
+        wait = Math.min(Math.max(wait * 2, 2 * KEEP_ON_LOOK_MS), KEEP_ON_MAX_WAIT_MS);
+        this.init.log?.('the board machine did not start; tried again later', {
+          err: (err as Error).message,
+          retryInMs: wait,
+        });
+      }
+    }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.wantOn = false;
     this.agentEvents.emit('change');
     await this.ssh?.stop().catch(() => {});
     await this.machine?.close();
@@ -468,6 +525,7 @@ export class QemuDriver implements BoardDriver {
   /** QMP `system_reset`: works on a guest that hangs or panicked; a machine that is off is started. */
   async powerReset(): Promise<void> {
     if (!this.machine) throw new DriverError('board.not_running', 'The board is stopped');
+    this.wantOn = true;
     // A NIC whose stack ended needs a fresh socket pair, which only a new QEMU process takes.
     const nicLost = this.net?.status().state === NetworkState.off && this.net.canRun;
     if (this.machine.running && nicLost) await this.machine.powerOff();
@@ -479,11 +537,14 @@ export class QemuDriver implements BoardDriver {
     else await this.machine.powerOn();
   }
 
+  /** The user's power-off: the machine stays off until a power-on or reset. */
   async powerOff(): Promise<void> {
+    this.wantOn = false;
     await this.machine?.powerOff();
   }
 
   async powerOn(): Promise<void> {
+    this.wantOn = true;
     await this.machine?.powerOn();
   }
 
