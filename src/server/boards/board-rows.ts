@@ -12,13 +12,17 @@ import {
 import { ResultCode } from '#shared/codes.ts';
 import { DriverError } from './driver.ts';
 
-export interface BoardRow {
+/** A board as declared (a storage row or a lab file's entry): what makes its driver. */
+export interface DeclaredBoard {
   id: string;
   name: string;
   model: string;
   attributes: Record<string, string | number | boolean>;
   driver: DriverKind;
   driver_options: Record<string, unknown>;
+}
+
+export interface BoardRow extends DeclaredBoard {
   source: 'default' | 'lab' | 'admin' | 'host';
   state: BoardState;
   state_reason: string | null;

@@ -3,7 +3,8 @@
 // lifecycle (start, stop).
 import path from 'node:path';
 import type { NetworkPolicy } from '#shared/board-network.ts';
-import { type DriverKind, localDriverOptions, qemuDriverOptions, sshDriverOptions } from '#shared/boards.ts';
+import { localDriverOptions, qemuDriverOptions, sshDriverOptions } from '#shared/boards.ts';
+import type { DeclaredBoard } from './board-rows.ts';
 import type { BoardDriver } from './driver.ts';
 import { hostSupport } from './local/host-support.ts';
 import { LocalDriver } from './local/local-driver.ts';
@@ -11,15 +12,7 @@ import type { BoardImages } from './qemu/board-images.ts';
 import { type BoardFacts, QemuDriver } from './qemu/qemu-driver.ts';
 import { SshDriver } from './ssh/ssh-driver.ts';
 
-/** A board as declared (a storage row or a lab file's entry). */
-export interface DeclaredBoard {
-  id: string;
-  name: string;
-  model: string;
-  attributes: Record<string, string | number | boolean>;
-  driver: DriverKind;
-  driver_options: Record<string, unknown>;
-}
+export type { DeclaredBoard } from './board-rows.ts';
 
 export interface DriverContext {
   dataDir: string;
