@@ -5,7 +5,6 @@
 // the catalogue: one image, those a user may use, the bytes a user's images and snapshots take.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { ImageFormat } from '#server/boards/driver.ts';
@@ -59,6 +58,7 @@ export class ImageCatalogue {
   async ensureBuiltins(): Promise<void> {
     const dir = path.join(this.dir, 'builtin');
     await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
+    await sweepBuildLeftovers(dir);
     for (const spec of BUILTIN_IMAGES) {
       const file = path.join(dir, `${spec.tag}.tar.gz`);
       const [row] = await this.db.query<ImageRow>('select * from flash_images where tag = $1', [spec.tag]);
@@ -201,7 +201,9 @@ export class ImageCatalogue {
   }
 
   protected async buildBuiltin(spec: BuiltinSpec, file: string): Promise<{ size: number; sha256: string }> {
-    const work = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'bianbu-image-'));
+    // Its tree beside the image, in the service's own data directory: a start killed mid-build leaves
+    // it where the next start sweeps it (sweepBuildLeftovers), not in the host's /tmp.
+    const work = await fs.promises.mkdtemp(path.join(path.dirname(file), BUILD_PREFIX));
     try {
       const root = path.join(work, 'root');
       createDefaultRoot(root, { hostname: 'bianbu', model: '', pluginsMount: PLUGINS_MOUNT });
@@ -369,4 +371,25 @@ export class ImageCatalogue {
     );
     return Number(r?.used ?? 0);
   }
+}
+
+const BUILD_PREFIX = '.build-';
+/** Older than this, a build's leftovers are a killed start's, never a build under way. */
+const LEFTOVER_AGE_MS = 10 * 60_000;
+
+/**
+ * Removes what a start killed mid-build left in the built-in images' directory: the build's tree
+ * (`.build-*`) and the half-written image (`*.tmp-*`), once old enough to be nobody's build now.
+ */
+export async function sweepBuildLeftovers(dir: string, now = Date.now()): Promise<string[]> {
+  const swept: string[] = [];
+  for (const name of await fs.promises.readdir(dir).catch(() => [] as string[])) {
+    if (!name.startsWith(BUILD_PREFIX) && !/\.tmp-[0-9a-f]{8}$/.test(name)) continue;
+    const p = path.join(dir, name);
+    const st = await fs.promises.lstat(p).catch(() => null);
+    if (!st || now - st.mtimeMs < LEFTOVER_AGE_MS) continue;
+    await fs.promises.rm(p, { recursive: true, force: true });
+    swept.push(name);
+  }
+  return swept;
 }
