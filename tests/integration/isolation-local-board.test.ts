@@ -17,6 +17,8 @@ import { localDriverOptions } from '#shared/boards.ts';
 
 const host = hostSupport();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-iso-'));
+// After every board of the file has stopped (the suites' own afterAll hooks run first).
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
 function makeBoard(
   id: string,

@@ -56,8 +56,15 @@ export async function freshStorage(): Promise<{ storage: Storage; url?: string; 
   };
 }
 
+/** Data directories of apps not closed yet: a test that never closes its app leaves none behind. */
+const openDataDirs = new Set<string>();
+process.once('exit', () => {
+  for (const d of openDataDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
 export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bianbu-test-'));
+  openDataDirs.add(dataDir);
   const fresh = opts.storage ? null : await freshStorage();
   const storage = opts.storage ?? fresh!.storage;
   const config = testConfig({ BIANBU_DATA_DIR: dataDir, ...(opts.env ?? {}) });
@@ -68,12 +75,16 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     dataDir,
     storage,
     close: async () => {
-      await app.close();
-      if (fresh) {
-        await storage.close();
-        await fresh.drop();
+      try {
+        await app.close();
+        if (fresh) {
+          await storage.close();
+          await fresh.drop();
+        }
+      } finally {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        openDataDirs.delete(dataDir);
       }
-      fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
