@@ -5,6 +5,7 @@
 // the catalogue: one image, those a user may use, the bytes a user's images and snapshots take.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { ImageFormat } from '#server/boards/driver.ts';
@@ -58,7 +59,9 @@ export class ImageCatalogue {
   async ensureBuiltins(): Promise<void> {
     const dir = path.join(this.dir, 'builtin');
     await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
-    await sweepBuildLeftovers(dir);
+    // What a start killed mid-build left: its tree in the host's temporary directory, a half image here.
+    await sweepLeftovers(os.tmpdir(), (n) => n.startsWith(BUILD_PREFIX));
+    await sweepLeftovers(dir, (n) => /\.tmp-[0-9a-f]{8}$/.test(n));
     for (const spec of BUILTIN_IMAGES) {
       const file = path.join(dir, `${spec.tag}.tar.gz`);
       const [row] = await this.db.query<ImageRow>('select * from flash_images where tag = $1', [spec.tag]);
@@ -201,9 +204,9 @@ export class ImageCatalogue {
   }
 
   protected async buildBuiltin(spec: BuiltinSpec, file: string): Promise<{ size: number; sha256: string }> {
-    // Its tree beside the image, in the service's own data directory: a start killed mid-build leaves
-    // it where the next start sweeps it (sweepBuildLeftovers), not in the host's /tmp.
-    const work = await fs.promises.mkdtemp(path.join(path.dirname(file), BUILD_PREFIX));
+    // Not in the data directory, whose every entry stays private to the service: the tree has a
+    // system's modes. A start killed mid-build leaves it; the next one sweeps it (ensureBuiltins).
+    const work = await fs.promises.mkdtemp(path.join(os.tmpdir(), BUILD_PREFIX));
     try {
       const root = path.join(work, 'root');
       createDefaultRoot(root, { hostname: 'bianbu', model: '', pluginsMount: PLUGINS_MOUNT });
@@ -373,21 +376,26 @@ export class ImageCatalogue {
   }
 }
 
-const BUILD_PREFIX = '.build-';
+const BUILD_PREFIX = 'bianbu-image-';
 /** Older than this, a build's leftovers are a killed start's, never a build under way. */
 const LEFTOVER_AGE_MS = 10 * 60_000;
 
 /**
- * Removes what a start killed mid-build left in the built-in images' directory: the build's tree
- * (`.build-*`) and the half-written image (`*.tmp-*`), once old enough to be nobody's build now.
+ * Removes the entries of `dir` that `isLeftover` names, ours (this uid) and old enough to be nobody's
+ * build now: what a start killed mid-build left. Links are removed as links.
  */
-export async function sweepBuildLeftovers(dir: string, now = Date.now()): Promise<string[]> {
+export async function sweepLeftovers(
+  dir: string,
+  isLeftover: (name: string) => boolean,
+  now = Date.now(),
+): Promise<string[]> {
   const swept: string[] = [];
+  const uid = process.getuid?.();
   for (const name of await fs.promises.readdir(dir).catch(() => [] as string[])) {
-    if (!name.startsWith(BUILD_PREFIX) && !/\.tmp-[0-9a-f]{8}$/.test(name)) continue;
+    if (!isLeftover(name)) continue;
     const p = path.join(dir, name);
     const st = await fs.promises.lstat(p).catch(() => null);
-    if (!st || now - st.mtimeMs < LEFTOVER_AGE_MS) continue;
+    if (!st || st.uid !== uid || now - st.mtimeMs < LEFTOVER_AGE_MS) continue;
     await fs.promises.rm(p, { recursive: true, force: true });
     swept.push(name);
   }
