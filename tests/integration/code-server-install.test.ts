@@ -11,6 +11,7 @@ import { HOUR_MS } from '#shared/constants.ts';
 import { DesktopUnavailable } from '#shared/desktop.ts';
 import { makeTestApp, type TestApp } from './helpers/app.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
+import { call } from './leases.fixtures.ts';
 
 const DIR = `/usr/local/lib/bianbu-code-server-test-${process.pid}`;
 
@@ -19,19 +20,8 @@ describe('code-server installed by a start that finds none', () => {
   let u: TestUser;
   let applyId: string;
 
-  const post = async (url: string, payload: object) =>
-    (
-      await t.app.inject({
-        method: 'POST',
-        url,
-        headers: {
-          ...u.headers,
-          'content-type': 'application/json',
-          ...(applyId ? { applyaccess: applyId } : {}),
-        },
-        payload,
-      })
-    ).json() as { code: number; data: Record<string, unknown>; message: string };
+  const post = (url: string, payload: Record<string, unknown>) =>
+    call<Record<string, unknown>>(t.app, u, 'POST', url, payload, applyId ? { applyaccess: applyId } : {});
 
   beforeAll(async () => {
     if (process.getuid?.() !== 0) throw new Error('the install and local boards need root');

@@ -13,6 +13,7 @@ import type { TestApp } from './helpers/app.ts';
 import { runInBoard } from './helpers/in-board.ts';
 import { boardImagesDir, requireBoardImages, startRiscvLab, untilDriver } from './helpers/riscv-lab.ts';
 import { makeUser, type TestUser } from './helpers/users.ts';
+import { call } from './leases.fixtures.ts';
 
 const IMAGES = boardImagesDir();
 const BOARD = 'rv-code';
@@ -24,19 +25,8 @@ describe('a riscv64 board: the code window says why, and board-info answers from
   let u: TestUser;
   let applyId: string;
 
-  const post = async (url: string, payload: object) =>
-    (
-      await t.app.inject({
-        method: 'POST',
-        url,
-        headers: {
-          ...u.headers,
-          'content-type': 'application/json',
-          ...(applyId ? { applyaccess: applyId } : {}),
-        },
-        payload,
-      })
-    ).json() as { code: number; data: Record<string, unknown>; message: string };
+  const post = (url: string, payload: Record<string, unknown>) =>
+    call<Record<string, unknown>>(t.app, u, 'POST', url, payload, applyId ? { applyaccess: applyId } : {});
 
   beforeAll(async () => {
     requireBoardImages(IMAGES, ['minimal']);
